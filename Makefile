@@ -1,0 +1,51 @@
+# The two commands a new user types: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
+JSSTAMP  := tests/js/node_modules/.installed
+
+.PHONY: run test lint typecheck check bench clean venv dev
+
+$(PY):
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "ksteward needs Python 3.11 or later"'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install -q -e .
+	@touch $@
+
+$(DEVSTAMP): $(PY) pyproject.toml
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@ $(STAMP)
+
+$(JSSTAMP): tests/js/package.json
+	cd tests/js && npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	@touch $@
+
+venv: $(STAMP)
+dev: $(DEVSTAMP) $(JSSTAMP)
+
+run: $(STAMP)
+	@mkdir -p data
+	$(VENV)/bin/ksteward serve --config config/server.properties
+
+test: dev
+	$(PY) -m pytest -q
+
+lint: dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: dev
+	$(VENV)/bin/mypy
+
+check: lint typecheck test
+
+bench: dev
+	$(PY) bench/server.py
+
+clean:
+	rm -rf $(VENV) tests/js/node_modules

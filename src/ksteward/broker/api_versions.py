@@ -1,0 +1,54 @@
+"""ApiVersions (key 18): answered before authentication, on every listener.
+
+A request above the served versions gets KIP-511's answer: an ApiVersionsResponse in v0 format
+with UNSUPPORTED_VERSION and the supported list, so the client can retry at a version we serve.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ksteward.broker.context import ApiTable, Node, RequestContext
+from ksteward.controller.features import SUPPORTED_FEATURES
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import API_VERSIONS_KEY, response_class
+
+# Kafka's ApiVersionsRequest.isValid: client software name and version from v3 on.
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+def api_versions_values(table: ApiTable, node: Node, error: ErrorCode = ErrorCode.none) -> dict[str, Any]:
+    image = node.image
+    return {
+        "error_code": error,
+        "api_keys": [
+            {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version} for s in table
+        ],
+        "supported_features": [
+            {"name": name, "min_version": lo, "max_version": hi} for name, (lo, hi) in SUPPORTED_FEATURES.items()
+        ],
+        "finalized_features_epoch": max(image.offset, -1),
+        "finalized_features": [
+            {"name": name, "min_version_level": level, "max_version_level": level}
+            for name, level in sorted(image.features.items())
+            if level > 0
+        ],
+    }
+
+
+def unsupported_version_response(table: ApiTable, node: Node) -> Any:
+    """KIP-511: v0 format, UNSUPPORTED_VERSION, plus what we do serve."""
+    return build(response_class(API_VERSIONS_KEY, 0), api_versions_values(table, node, ErrorCode.unsupported_version))
+
+
+async def handle_api_versions(node: Node, ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(API_VERSIONS_KEY, ctx.api_version)
+    error = ErrorCode.none
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.match(request.client_software_name or "") and _SOFTWARE.match(request.client_software_version or "")
+    ):
+        error = ErrorCode.invalid_request
+    return build(cls, api_versions_values(ctx.api_table, node, error))

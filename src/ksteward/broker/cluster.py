@@ -1,0 +1,135 @@
+"""Metadata (key 3) and DescribeCluster (key 60): the cluster as the committed image has it.
+
+Brokers are listed with their endpoint for the listener the request arrived on, as Kafka does, so a
+client that bootstrapped on one listener is never sent to another.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ksteward.broker.context import Node, RequestContext
+from ksteward.metadata.image import MetadataImage
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import response_class
+
+METADATA_KEY = 3
+DESCRIBE_CLUSTER_KEY = 60
+ZERO_UUID = uuid.UUID(int=0)
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # Integer.MIN_VALUE: "not requested"
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+def _brokers(image: MetadataImage, listener: str, include_fenced: bool = False) -> list[dict[str, Any]]:
+    brokers = []
+    for broker_id, reg in sorted(image.cluster.items()):
+        if reg.fenced and not include_fenced:
+            continue
+        endpoint = reg.endpoints.get(listener)
+        if endpoint is None:
+            continue
+        brokers.append(
+            {
+                "node_id": broker_id,
+                "broker_id": broker_id,
+                "host": endpoint.host,
+                "port": endpoint.port,
+                "rack": reg.rack,
+                "is_fenced": reg.fenced,
+            }
+        )
+    return brokers
+
+
+def _topic_entry(image: MetadataImage, name: str, include_ops: bool) -> dict[str, Any]:
+    topic = image.topics.by_name.get(name)
+    if topic is None:
+        return {
+            "error_code": ErrorCode.unknown_topic_or_partition,
+            "name": name,
+            "topic_id": ZERO_UUID,
+            "partitions": [],
+        }
+    partitions = [
+        {
+            "error_code": ErrorCode.none,
+            "partition_index": pid,
+            "leader_id": p.leader,
+            "leader_epoch": p.leader_epoch,
+            "replica_nodes": list(p.replicas),
+            "isr_nodes": list(p.isr),
+            "offline_replicas": [r for r in p.replicas if r not in image.cluster or image.cluster[r].fenced],
+        }
+        for pid, p in sorted(topic.partitions.items())
+    ]
+    return {
+        "error_code": ErrorCode.none,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.name in INTERNAL_TOPICS,
+        "partitions": partitions,
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
+    image = node.image
+    version = ctx.api_version
+    include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    requested = request.topics
+    if version == 0 and not requested:
+        requested = None  # v0: an empty list means every topic
+    topics: list[dict[str, Any]] = []
+    if requested is None:
+        topics = [_topic_entry(image, name, include_ops) for name in sorted(image.topics.by_name)]
+    else:
+        for t in requested:
+            name = getattr(t, "name", None)
+            topic_id = getattr(t, "topic_id", None)
+            if name is None and topic_id not in (None, ZERO_UUID):
+                topic = image.topics.by_id.get(topic_id)
+                if topic is None:
+                    topics.append(
+                        {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
+                    )
+                    continue
+                name = topic.name
+            if name is None:
+                topics.append(
+                    {"error_code": ErrorCode.invalid_request, "name": None, "topic_id": ZERO_UUID, "partitions": []}
+                )
+                continue
+            topics.append(_topic_entry(image, name, include_ops))
+    values = {
+        "brokers": _brokers(image, ctx.listener),
+        "cluster_id": node.cluster_id,
+        "controller_id": node.config.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+    return build(response_class(METADATA_KEY, version), values)
+
+
+async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(DESCRIBE_CLUSTER_KEY, ctx.api_version)
+    endpoint_type = getattr(request, "endpoint_type", 1)
+    values: dict[str, Any] = {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "endpoint_type": endpoint_type,
+        "cluster_id": node.cluster_id,
+        "controller_id": node.config.node_id,
+        "brokers": [],
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+    if endpoint_type != 1:
+        values["error_code"] = ErrorCode.unsupported_endpoint_type
+        values["error_message"] = f"Unsupported endpoint type {endpoint_type}: this listener describes brokers (1)"
+        return build(cls, values)
+    values["brokers"] = _brokers(
+        node.image, ctx.listener, include_fenced=bool(getattr(request, "include_fenced_brokers", False))
+    )
+    return build(cls, values)

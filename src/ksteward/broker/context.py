@@ -1,0 +1,80 @@
+"""What a handler knows about the request it serves and the node serving it.
+
+Handlers depend on the :class:`Node` protocol, not on the asyncio server that implements it, so
+the dependency points down: ``server`` -> ``broker``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ksteward.configs.server_config import ServerConfig
+from ksteward.metadata.image import MetadataImage
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    principal: str  # "User:alice"; "User:ANONYMOUS" on PLAINTEXT
+    client_host: str  # Java text form (see ksteward.server.addresses)
+    listener: str
+    security_protocol: str
+    client_id: str | None
+    api_key: int
+    api_version: int
+    api_table: ApiTable
+
+
+class MetadataWriter(Protocol):
+    """The controller's single writer: appends one batch and resolves once it is durable."""
+
+    @property
+    def latest(self) -> MetadataImage: ...
+
+    def append(self, records: list[Any]) -> Awaitable[int]: ...
+
+
+class Node(Protocol):
+    """The running node, as handlers see it."""
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def image(self) -> MetadataImage:
+        """The latest committed (durable) metadata image."""
+        ...
+
+    @property
+    def writer(self) -> MetadataWriter: ...
+
+
+Handler = Callable[[Node, RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSpec:
+    api_key: int
+    min_version: int
+    max_version: int
+    handler: Handler | None  # None: handled by the connection itself (SASL)
+
+
+class ApiTable:
+    """The APIs a listener serves. ApiVersions advertises exactly this table."""
+
+    def __init__(self, specs: list[ApiSpec]) -> None:
+        self._specs = {s.api_key: s for s in specs}
+        self.served: Mapping[int, tuple[int, int]] = {
+            s.api_key: (s.min_version, s.max_version) for s in specs
+        }
+
+    def spec(self, api_key: int) -> ApiSpec:
+        return self._specs[api_key]
+
+    def __iter__(self) -> Iterator[ApiSpec]:
+        return iter(sorted(self._specs.values(), key=lambda s: s.api_key))

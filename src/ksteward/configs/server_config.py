@@ -1,0 +1,271 @@
+"""The static server configuration: Kafka's ``server.properties`` keys, typed and validated.
+
+Every key that is read here keeps its Kafka name. Keys ksteward does not interpret are kept as
+static broker configs (``ServerConfig.static``), as Kafka keeps them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+
+from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES
+
+STANDARD_AUTHORIZER_NAMES = frozenset(
+    {"org.apache.kafka.metadata.authorizer.StandardAuthorizer", "ksteward.authorizer.StandardAuthorizer"}
+)
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SUPPORTED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+_LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]]*):(?P<port>\d+)$")
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+class ConfigError(ValueError):
+    """A configuration Kafka would refuse. The message names the key and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    name: str  # the listener name, upper case (PLAINTEXT, CONTROLLER, ...)
+    host: str  # "" binds every interface
+    port: int
+    security_protocol: str
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def uses_ssl(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class SslSettings:
+    keystore_location: str  # PEM file: private key and certificate chain
+    key_password: str | None = field(repr=False)
+    truststore_location: str | None
+    client_auth: str  # none | requested | required
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    process_roles: frozenset[str]
+    node_id: int
+    listeners: tuple[Endpoint, ...]
+    advertised_listeners: tuple[Endpoint, ...]
+    controller_listener_names: tuple[str, ...]
+    inter_broker_listener_name: str | None
+    metadata_log_dir: Path
+    sasl_enabled_mechanisms: tuple[str, ...]
+    super_users: frozenset[str]
+    authorizer_class_name: str
+    allow_everyone_if_no_acl_found: bool
+    socket_request_max_bytes: int
+    snapshot_bytes: int
+    segment_bytes: int
+    static: Mapping[str, str] = field(repr=False)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    def listener_props(self, listener: str) -> dict[str, str]:
+        """The keys that apply to one listener: ``listener.name.<name>.`` prefixed values win."""
+        prefix = f"listener.name.{listener.lower()}."
+        merged = {k: v for k, v in self.static.items() if not k.startswith("listener.name.")}
+        merged.update({k[len(prefix) :]: v for k, v in self.static.items() if k.startswith(prefix)})
+        return merged
+
+    def ssl_settings(self, listener: str) -> SslSettings:
+        props = self.listener_props(listener)
+        keystore = props.get("ssl.keystore.location", "").strip()
+        if not keystore:
+            raise ConfigError(f"listener {listener} uses SSL but ssl.keystore.location is not set")
+        client_auth = props.get("ssl.client.auth", "none").strip().lower() or "none"
+        if client_auth not in ("none", "requested", "required"):
+            raise ConfigError(f"ssl.client.auth must be none, requested or required, not {client_auth!r}")
+        return SslSettings(
+            keystore_location=keystore,
+            key_password=props.get("ssl.key.password") or None,
+            truststore_location=props.get("ssl.truststore.location") or None,
+            client_auth=client_auth,
+        )
+
+
+def _int(props: Mapping[str, str], key: str, default: int | None = None, minimum: int | None = None) -> int:
+    raw = props.get(key)
+    if raw is None or raw.strip() == "":
+        if default is None:
+            raise ConfigError(f"{key} is required")
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, not {raw!r}") from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"{key} must be at least {minimum}, not {value}")
+    return value
+
+
+def _bool(props: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = props.get(key)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"{key} must be true or false, not {raw!r}")
+    return value == "true"
+
+
+def _csv(raw: str | None) -> list[str]:
+    return [p.strip() for p in (raw or "").split(",") if p.strip()]
+
+
+def _protocol_map(props: Mapping[str, str], controller_names: list[str]) -> dict[str, str]:
+    raw = props.get("listener.security.protocol.map", DEFAULT_PROTOCOL_MAP)
+    mapping: dict[str, str] = {}
+    for entry in _csv(raw):
+        name, sep, proto = entry.partition(":")
+        name, proto = name.strip().upper(), proto.strip().upper()
+        if not sep or not _LISTENER_NAME.match(name) or proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"listener.security.protocol.map entry {entry!r} must be NAME:PROTOCOL with a protocol "
+                f"among {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        mapping[name] = proto
+    for name in controller_names:  # KRaft maps an unmapped controller listener to PLAINTEXT
+        mapping.setdefault(name, "PLAINTEXT")
+    return mapping
+
+
+def _endpoints(key: str, raw: str, protocols: Mapping[str, str]) -> tuple[Endpoint, ...]:
+    endpoints = []
+    seen: set[str] = set()
+    for entry in _csv(raw):
+        m = _LISTENER.match(entry)
+        if not m:
+            raise ConfigError(f"{key} entry {entry!r} must look like NAME://host:port")
+        name = m["name"].upper()
+        port = int(m["port"])
+        if port > 65535:
+            raise ConfigError(f"{key} entry {entry!r} has port {port}, above 65535")
+        if name not in protocols:
+            raise ConfigError(
+                f"{key} names listener {name}, which listener.security.protocol.map does not map"
+            )
+        if name in seen:
+            raise ConfigError(f"{key} names listener {name} twice")
+        seen.add(name)
+        endpoints.append(Endpoint(name, m["host"].strip("[]"), port, protocols[name]))
+    return tuple(endpoints)
+
+
+def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
+    """Validate ``props`` (a parsed properties file plus overrides) into a :class:`ServerConfig`."""
+    roles = frozenset(_csv(props.get("process.roles")))
+    if not roles:
+        raise ConfigError("process.roles is required: broker, controller, or broker,controller")
+    if not roles <= {"broker", "controller"}:
+        raise ConfigError(
+            f"process.roles has unknown roles: {', '.join(sorted(roles - {'broker', 'controller'}))}"
+        )
+    node_id = _int(props, "node.id", minimum=0)
+    controller_names = [n.upper() for n in _csv(props.get("controller.listener.names"))]
+    if "controller" in roles and not controller_names:
+        raise ConfigError("controller.listener.names is required when process.roles includes controller")
+    raw_listeners = props.get("listeners", "PLAINTEXT://:9092")
+    for entry in _csv(raw_listeners):
+        if not _LISTENER.match(entry):
+            raise ConfigError(f"listeners entry {entry!r} must look like NAME://host:port")
+    raw_names = {entry.partition("://")[0].strip().upper() for entry in _csv(raw_listeners)}
+    missing = [n for n in controller_names if n not in raw_names]
+    if "controller" in roles and missing:
+        raise ConfigError(f"controller.listener.names names {', '.join(missing)}, which listeners does not define")
+    protocols = _protocol_map(props, controller_names)
+    listeners = _endpoints("listeners", raw_listeners, protocols)
+    if not listeners:
+        raise ConfigError("listeners must name at least one listener")
+    names = {e.name for e in listeners}
+    if "controller" in roles:
+        missing = [n for n in controller_names if n not in names]
+        if missing:
+            raise ConfigError(
+                f"controller.listener.names names {', '.join(missing)}, which listeners does not define"
+            )
+    client_listeners = tuple(e for e in listeners if e.name not in controller_names)
+    if "broker" in roles and not client_listeners:
+        raise ConfigError("a broker needs at least one listener that is not a controller listener")
+    if "advertised.listeners" in props:
+        advertised = _endpoints("advertised.listeners", props["advertised.listeners"], protocols)
+        for e in advertised:
+            if e.name not in names:
+                raise ConfigError(f"advertised.listeners names {e.name}, which listeners does not define")
+            if not e.host:
+                raise ConfigError(f"advertised.listeners entry {e} needs a host clients can reach")
+    else:
+        advertised = tuple(
+            Endpoint(e.name, e.host or "localhost", e.port, e.security_protocol) for e in client_listeners
+        )
+    inter_broker = props.get("inter.broker.listener.name", "").strip().upper() or None
+    if inter_broker is None and "broker" in roles:
+        inter_broker = next((e.name for e in client_listeners if e.security_protocol == "PLAINTEXT"), None)
+        inter_broker = inter_broker or client_listeners[0].name
+    if inter_broker is not None and inter_broker not in names:
+        raise ConfigError(f"inter.broker.listener.name {inter_broker} is not among listeners")
+    log_dir = props.get("metadata.log.dir", "").strip() or (_csv(props.get("log.dirs")) or [""])[0]
+    log_dir = log_dir or props.get("log.dir", "").strip()
+    if not log_dir:
+        raise ConfigError("metadata.log.dir (or log.dirs) is required")
+    mechanisms = tuple(
+        m.upper() for m in _csv(props.get("sasl.enabled.mechanisms", ",".join(SUPPORTED_SASL_MECHANISMS)))
+    )
+    unsupported = [m for m in mechanisms if m not in SUPPORTED_SASL_MECHANISMS]
+    if unsupported:
+        raise ConfigError(
+            f"sasl.enabled.mechanisms has {', '.join(unsupported)}; ksteward supports "
+            f"{', '.join(SUPPORTED_SASL_MECHANISMS)}"
+        )
+    if any(e.uses_sasl for e in listeners) and not mechanisms:
+        raise ConfigError("a SASL listener needs at least one mechanism in sasl.enabled.mechanisms")
+    super_users = frozenset(p.strip() for p in props.get("super.users", "").split(";") if p.strip())
+    for principal in super_users:
+        if ":" not in principal:
+            raise ConfigError(f"super.users entry {principal!r} must be a principal such as User:admin")
+    authorizer = props.get("authorizer.class.name", "").strip()
+    if authorizer and authorizer not in STANDARD_AUTHORIZER_NAMES:
+        raise ConfigError(
+            f"authorizer.class.name {authorizer!r} is not supported; use "
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer or leave it empty"
+        )
+    return ServerConfig(
+        process_roles=roles,
+        node_id=node_id,
+        listeners=listeners,
+        advertised_listeners=advertised,
+        controller_listener_names=tuple(controller_names),
+        inter_broker_listener_name=inter_broker,
+        metadata_log_dir=Path(log_dir),
+        sasl_enabled_mechanisms=mechanisms,
+        super_users=super_users,
+        authorizer_class_name=authorizer,
+        allow_everyone_if_no_acl_found=_bool(props, "allow.everyone.if.no.acl.found", False),
+        socket_request_max_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1),
+        snapshot_bytes=_int(
+            props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1
+        ),
+        segment_bytes=_int(props, "metadata.log.segment.bytes", 1024 * 1024 * 1024, minimum=1024),
+        static=MappingProxyType(dict(props)),
+    )

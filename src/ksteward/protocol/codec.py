@@ -1,0 +1,161 @@
+"""Requests in, responses out: the sans-IO heart of the wire protocol.
+
+:func:`decode_request` turns one frame's payload into a typed :class:`Request`;
+:func:`encode_response` turns a kio response entity back into a length-prefixed frame. Neither
+touches a socket. Errors are :class:`InvalidRequestError`, which the connection answers by closing,
+as Kafka's ``SocketServer`` does.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import BufferUnderflow
+
+from ksteward.protocol.errors import InvalidRequestError
+from ksteward.protocol.framing import frame
+from ksteward.protocol.tags import strip_unknown_tags
+
+API_VERSIONS_KEY = 18
+_PEEK = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A decoded request: its header fields and its kio body entity."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any
+    dropped_tags: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class UnsupportedApiVersionsRequest:
+    """An ApiVersions request above the versions served (KIP-511): answered in v0 format."""
+
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def peek_header(payload: bytes) -> tuple[int, int, int]:
+    """(api_key, api_version, correlation_id): the fixed start of every request header."""
+    if len(payload) < _PEEK.size:
+        raise InvalidRequestError(f"request of {len(payload)} bytes is too short for a header")
+    key, version, correlation_id = _PEEK.unpack_from(payload, 0)
+    return key, version, correlation_id
+
+
+@cache
+def request_class(api_key: int, api_version: int) -> Any:
+    return load_request_schema(api_key, api_version)
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> Any:
+    return load_response_schema(api_key, api_version)
+
+
+@cache
+def _reader(cls: type) -> Callable[[bytes, int], tuple[Any, int]]:
+    return entity_reader(cls)  # type: ignore[no-any-return]
+
+
+@cache
+def _writer(cls: type) -> Callable[[io.BytesIO, Any], None]:
+    return entity_writer(cls)  # type: ignore[no-any-return]
+
+
+def _legacy_client_id(payload: bytes) -> str | None:
+    """The client id of a v1-format header, best effort (for KIP-511's fallback)."""
+    if len(payload) < 10:
+        return None
+    (length,) = struct.unpack_from(">h", payload, 8)
+    if length < 0 or 10 + length > len(payload):
+        return None
+    return payload[10 : 10 + length].decode("utf-8", "replace")
+
+
+def decode_request(
+    payload: bytes, served: Mapping[int, tuple[int, int]]
+) -> Request | UnsupportedApiVersionsRequest:
+    """Decode one request. ``served`` maps api key to its (min, max) served version."""
+    api_key, api_version, correlation_id = peek_header(payload)
+    versions = served.get(api_key)
+    if versions is None:
+        raise InvalidRequestError(f"unknown or unserved api key {api_key}")
+    low, high = versions
+    if not low <= api_version <= high:
+        if api_key == API_VERSIONS_KEY and api_version > high:
+            return UnsupportedApiVersionsRequest(api_version, correlation_id, _legacy_client_id(payload))
+        raise InvalidRequestError(
+            f"api key {api_key} version {api_version} is not served (supported {low}-{high})"
+        )
+    cls = request_class(api_key, api_version)
+    header_cls = cls.__header_schema__
+    dropped = 0
+    try:
+        try:
+            header, header_size = _reader(header_cls)(payload, 0)
+            body, body_size = _reader(cls)(payload, header_size)
+        except KeyError:
+            # kio refuses tagged fields it does not know; KIP-482 says skip them.
+            payload, dropped = strip_unknown_tags(payload, 0, (header_cls, cls))
+            header, header_size = _reader(header_cls)(payload, 0)
+            body, body_size = _reader(cls)(payload, header_size)
+    except InvalidRequestError:
+        raise
+    except (BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
+        raise InvalidRequestError(
+            f"cannot decode api key {api_key} v{api_version}: {type(exc).__name__}: {exc}"
+        ) from None
+    if header_size + body_size != len(payload):
+        raise InvalidRequestError(
+            f"api key {api_key} v{api_version}: {len(payload) - header_size - body_size} trailing bytes"
+        )
+    return Request(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=getattr(header, "client_id", None),
+        body=body,
+        dropped_tags=dropped,
+    )
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, response: Any) -> bytes:
+    """Header (v0 or v1, as the API version dictates) plus body, length-prefixed."""
+    cls = type(response)
+    header_cls = cls.__header_schema__
+    out = io.BytesIO()
+    _writer(header_cls)(out, header_cls(correlation_id=correlation_id))
+    _writer(cls)(out, response)
+    return frame(out.getvalue())
+
+
+def encode_body(entity: Any) -> bytes:
+    """Serialize any kio entity on its own (no header, no length)."""
+    out = io.BytesIO()
+    _writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def decode_body(cls: type, data: bytes) -> Any:
+    """Read a kio entity that must fill ``data`` exactly."""
+    try:
+        value, size = _reader(cls)(data, 0)
+    except (BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError) as exc:
+        raise InvalidRequestError(f"cannot decode {cls.__name__}: {exc}") from None
+    if size != len(data):
+        raise InvalidRequestError(f"{cls.__name__}: {len(data) - size} trailing bytes")
+    return value

@@ -1,0 +1,30 @@
+"""Which APIs each kind of listener serves, at which versions.
+
+ApiVersions advertises exactly these tables, so adding an API is one line here plus its handler.
+Versions are the ranges kio 0.6.5 (Kafka 4.3 schemas) knows for each API.
+"""
+
+from __future__ import annotations
+
+from ksteward.broker.api_versions import handle_api_versions
+from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
+from ksteward.broker.context import ApiSpec, ApiTable
+from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+
+_COMMON = [
+    ApiSpec(18, 0, 4, handle_api_versions),
+    ApiSpec(17, 0, 1, None),  # SaslHandshake: the connection's session handles it
+    ApiSpec(36, 0, 2, None),  # SaslAuthenticate: likewise
+    ApiSpec(60, 0, 2, handle_describe_cluster),
+    ApiSpec(50, 0, 0, handle_describe_user_scram_credentials),
+    ApiSpec(51, 0, 0, handle_alter_user_scram_credentials),
+]
+
+
+def broker_api_table() -> ApiTable:
+    return ApiTable([*_COMMON, ApiSpec(3, 0, 13, handle_metadata)])
+
+
+def controller_api_table() -> ApiTable:
+    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata."""
+    return ApiTable(list(_COMMON))

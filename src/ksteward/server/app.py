@@ -1,0 +1,238 @@
+"""The running node: data directory, metadata log, group committer, listeners, shutdown.
+
+``Server`` implements the broker's :class:`~ksteward.broker.context.Node` protocol. One process holds
+both roles (``process.roles=broker,controller``): the controller writes the metadata log, and the
+broker answers from the committed image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import signal
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from ksteward.broker.context import ApiTable, MetadataWriter
+from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
+from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
+from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.loader import load
+from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
+from ksteward.metadata.records import FeatureLevelRecord, RegisterBrokerRecord
+from ksteward.protocol.sasl import ScramCredential, ScramMechanism, jaas_config_for, parse_jaas_config, plain_users
+from ksteward.server.api_table import broker_api_table, controller_api_table
+from ksteward.server.committer import GroupCommitter
+from ksteward.server.connection import Connection, ListenerRuntime
+from ksteward.server.session import Credentials
+from ksteward.server.tls import server_context
+
+log = logging.getLogger(__name__)
+
+SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+
+
+class StartupError(Exception):
+    """The server cannot start; the message is the one line the operator sees."""
+
+
+@dataclass
+class _Bound:
+    endpoint: Endpoint
+    server: asyncio.Server
+
+
+class Server:
+    def __init__(self, config: ServerConfig) -> None:
+        self._config = config
+        self._cluster_id = ""
+        self._committer: GroupCommitter | None = None
+        self._listeners: list[_Bound] = []
+        self._connections: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+        self.incarnation_id = uuid.uuid4()
+
+    # --- Node protocol -------------------------------------------------------------------------
+    @property
+    def config(self) -> ServerConfig:
+        return self._config
+
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    @property
+    def image(self) -> MetadataImage:
+        assert self._committer is not None
+        return self._committer.published
+
+    @property
+    def writer(self) -> MetadataWriter:
+        assert self._committer is not None
+        return self._committer
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self._config
+        dirs = [cfg.metadata_log_dir]
+        dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
+        try:
+            self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
+        except MetaPropertiesError as exc:
+            raise StartupError(str(exc)) from None
+        try:
+            image, metadata_log = await asyncio.to_thread(load, cfg.metadata_log_dir, log)
+        except OSError as exc:
+            raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+        self._committer = GroupCommitter(metadata_log, image, snapshot_bytes=cfg.snapshot_bytes)
+        self._metadata_log = metadata_log
+        self._committer.start()
+        await self._bootstrap()
+        runtimes = self._listener_runtimes()
+        for endpoint in cfg.listeners:
+            await self._bind(endpoint, runtimes[endpoint.name])
+        for bound in self._listeners:
+            log.info("listening on %s", bound.endpoint)
+
+    async def _bootstrap(self) -> None:
+        """First start: finalize metadata.version. Every start: register this broker if needed."""
+        assert self._committer is not None
+        cfg = self._config
+        image = self._committer.latest
+        records: list[object] = []
+        if METADATA_VERSION not in image.features:
+            records.append(FeatureLevelRecord(name=METADATA_VERSION, feature_level=METADATA_VERSION_LEVEL))
+        if cfg.is_broker:
+            endpoints = {e.name: (e.host, e.port, e.security_protocol) for e in cfg.advertised_listeners}
+            current = image.cluster.get(cfg.node_id)
+            if current is None or current.fenced or {
+                name: (ep.host, ep.port, ep.security_protocol) for name, ep in current.endpoints.items()
+            } != endpoints:
+                records.append(self._registration())
+        if records:
+            await self._committer.append(records)
+
+    def _registration(self) -> RegisterBrokerRecord:
+        cfg = self._config
+        return RegisterBrokerRecord(
+            broker_id=cfg.node_id,
+            is_migrating_zk_broker=False,
+            incarnation_id=self.incarnation_id,
+            broker_epoch=max(self._committer.latest.offset + 1, 0) if self._committer else 0,
+            end_points=tuple(
+                RegisterBrokerRecord.BrokerEndpoint(
+                    name=e.name, host=e.host, port=e.port, security_protocol=SECURITY_PROTOCOL_CODES[e.security_protocol]
+                )
+                for e in cfg.advertised_listeners
+            ),
+            features=tuple(
+                RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=lo, max_supported_version=hi)
+                for name, (lo, hi) in SUPPORTED_FEATURES.items()
+            ),
+            rack=cfg.static.get("broker.rack") or None,
+            fenced=False,
+            in_controlled_shutdown=False,
+            log_dirs=(),
+        )
+
+    def _listener_runtimes(self) -> dict[str, ListenerRuntime]:
+        cfg = self._config
+        broker_table: ApiTable = broker_api_table()
+        controller_table: ApiTable = controller_api_table()
+        runtimes = {}
+        for endpoint in cfg.listeners:
+            is_controller = endpoint.name in cfg.controller_listener_names
+            credentials = self._credentials(endpoint) if endpoint.uses_sasl else None
+            runtimes[endpoint.name] = ListenerRuntime(
+                name=endpoint.name,
+                security_protocol=endpoint.security_protocol,
+                table=controller_table if is_controller else broker_table,
+                max_frame_bytes=cfg.socket_request_max_bytes,
+                enabled_mechanisms=cfg.sasl_enabled_mechanisms if endpoint.uses_sasl else (),
+                credentials=credentials,
+            )
+        return runtimes
+
+    def _credentials(self, endpoint: Endpoint) -> Credentials:
+        cfg = self._config
+        users: dict[str, str] = {}
+        if "PLAIN" in cfg.sasl_enabled_mechanisms:
+            text = jaas_config_for(cfg.static, endpoint.name, "PLAIN")
+            if text is None:
+                raise StartupError(
+                    f"listener {endpoint.name} enables SASL PLAIN but has no JAAS config: set "
+                    f"listener.name.{endpoint.name.lower()}.plain.sasl.jaas.config"
+                )
+            try:
+                for entry in parse_jaas_config(text):
+                    users.update(plain_users(entry.options))
+            except ValueError as exc:
+                raise StartupError(f"listener {endpoint.name}: bad sasl.jaas.config: {exc}") from None
+
+        def scram_lookup(mechanism: ScramMechanism, user: str) -> ScramCredential | None:
+            record = self.image.scram.get((int(mechanism), user))
+            if record is None:
+                return None
+            return ScramCredential(
+                salt=record.salt, stored_key=record.stored_key, server_key=record.server_key,
+                iterations=record.iterations,
+            )
+
+        return Credentials(plain_users=users, scram_lookup=scram_lookup)
+
+    async def _bind(self, endpoint: Endpoint, runtime: ListenerRuntime) -> None:
+        ssl_context = None
+        if endpoint.uses_ssl:
+            try:
+                ssl_context = server_context(self._config.ssl_settings(endpoint.name))
+            except ConfigError as exc:
+                raise StartupError(str(exc)) from None
+
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.current_task()
+            assert task is not None
+            self._connections.add(task)
+            try:
+                await Connection(self, runtime, reader, writer).serve()
+            finally:
+                self._connections.discard(task)
+
+        try:
+            server = await asyncio.start_server(
+                on_connect, host=endpoint.host or None, port=endpoint.port, ssl=ssl_context,
+                limit=2**16, reuse_address=True,
+            )
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise StartupError(f"listener {endpoint}: port {endpoint.port} is already in use") from None
+            raise StartupError(f"listener {endpoint}: cannot listen: {exc.strerror or exc}") from None
+        self._listeners.append(_Bound(endpoint, server))
+
+    def request_stop(self) -> None:
+        self._stopping.set()
+
+    async def serve_until_stopped(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.request_stop)
+        await self._stopping.wait()
+        log.info("shutting down")
+        await self.stop()
+
+    async def stop(self) -> None:
+        for bound in self._listeners:
+            bound.server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._committer is not None:
+            await self._committer.close(snapshot=True)
+            await asyncio.to_thread(self._metadata_log.close)
+        log.info("stopped")
+
+
+def _log_dirs(cfg: ServerConfig) -> list[Path]:
+    raw = cfg.static.get("log.dirs") or cfg.static.get("log.dir") or ""
+    return [Path(p.strip()) for p in raw.split(",") if p.strip()]

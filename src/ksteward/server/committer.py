@@ -1,0 +1,146 @@
+"""The controller's single writer, with group commit.
+
+``append`` replays the records into a delta first (a batch that cannot be replayed is never
+written), writes the batch to the log at once, and returns a future that resolves when the batch is
+durable. One flusher task fsyncs in a worker thread; every batch appended while an fsync runs shares
+the next one. The committed image is published only after its batch is durable, so readers never
+see a mutation that a crash could take back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from ksteward.metadata.delta import MetadataDelta
+from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.records import encode_record
+
+log = logging.getLogger(__name__)
+
+LEADER_EPOCH = 1  # a single-node quorum: the one controller leads from epoch 1 on
+
+
+class GroupCommitter:
+    def __init__(
+        self,
+        metadata_log: MetadataLog,
+        image: MetadataImage,
+        *,
+        snapshot_bytes: int,
+        on_publish: Callable[[MetadataImage], None] | None = None,
+    ) -> None:
+        self._log = metadata_log
+        self._latest = image
+        self._published = image
+        self._snapshot_bytes = snapshot_bytes
+        self._on_publish = on_publish
+        self._pending: deque[tuple[int, MetadataImage, asyncio.Future[int]]] = deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._snapshot_task: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+        self.fsyncs = 0
+
+    @property
+    def latest(self) -> MetadataImage:
+        """The controller's view: every appended batch, durable or not."""
+        return self._latest
+
+    @property
+    def published(self) -> MetadataImage:
+        """The durable view that brokers answer from."""
+        return self._published
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._flush_loop(), name="metadata-flusher")
+
+    def append(self, records: list[Any]) -> asyncio.Future[int]:
+        """Append one atomic batch now; the future resolves with its last offset once durable."""
+        if self._failure is not None:
+            raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
+        delta = MetadataDelta(self._latest)
+        for record in records:
+            delta.replay(record)
+        values = [encode_record(r) for r in records]
+        _, last_offset = self._log.append(values, timestamp_ms=int(time.time() * 1000), leader_epoch=LEADER_EPOCH)
+        self._latest = delta.apply(last_offset)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._pending.append((last_offset, self._latest, future))
+        self._wakeup.set()
+        return future
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            if not self._pending:
+                continue
+            target = self._pending[-1][0]
+            try:
+                await asyncio.to_thread(self._log.flush)
+            except BaseException as exc:  # an fsync failure is fatal for writes, as in Kafka
+                log.critical("metadata log fsync failed; refusing further writes: %s", exc)
+                self._failure = exc
+                while self._pending:
+                    _, _, fut = self._pending.popleft()
+                    if not fut.done():
+                        fut.set_exception(RuntimeError("metadata log fsync failed"))
+                return
+            self.fsyncs += 1
+            while self._pending and self._pending[0][0] <= target:
+                offset, image, fut = self._pending.popleft()
+                self._published = image
+                if not fut.done():
+                    fut.set_result(offset)
+            if self._on_publish is not None:
+                self._on_publish(self._published)
+            self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            return
+        if self._log.bytes_since_snapshot < self._snapshot_bytes:
+            return
+        image = self._published
+        self._snapshot_task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(self.write_snapshot, image), name="metadata-snapshot"
+        )
+
+    def write_snapshot(self, image: MetadataImage) -> None:
+        """Write ``image`` as a snapshot and drop the segments it covers (runs in a worker thread)."""
+        if image.offset < 0:
+            return
+        end_offset = image.offset + 1
+        started = time.monotonic()
+        path = self._log.write_snapshot(
+            end_offset,
+            LEADER_EPOCH,
+            (encode_record(r) for r in image.records()),
+            last_contained_timestamp_ms=int(time.time() * 1000),
+        )
+        self._log.delete_segments_before(end_offset)
+        log.info("wrote snapshot %s in %.3fs", path.name, time.monotonic() - started)
+
+    async def close(self, *, snapshot: bool) -> None:
+        """Drain pending writes, stop the flusher, and on a clean stop write a final snapshot."""
+        if self._pending and self._failure is None:
+            await asyncio.gather(*(fut for _, _, fut in list(self._pending)), return_exceptions=True)
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        if self._snapshot_task is not None:
+            await asyncio.gather(self._snapshot_task, return_exceptions=True)
+        if snapshot and self._failure is None:
+            snapshots = self._log.snapshots()
+            newest_end = snapshots[0][0] if snapshots else -1
+            if self._published.offset + 1 > newest_end:
+                await asyncio.to_thread(self.write_snapshot, self._published)

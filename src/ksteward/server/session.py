@@ -1,0 +1,97 @@
+"""Authentication state of one connection, as Kafka's ``SaslServerAuthenticator`` keeps it.
+
+On a SASL listener a connection may send ApiVersions, then SaslHandshake, then SaslAuthenticate
+(or, after a v0 handshake, raw SASL tokens with no Kafka header) until the mechanism completes.
+Any other request before that is an illegal SASL state and closes the connection. PLAINTEXT and
+SSL connections are authenticated from the start.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from ksteward.protocol.sasl import (
+    PlainServer,
+    SaslAuthenticationError,
+    ScramCredential,
+    ScramMechanism,
+    ScramServer,
+)
+
+ANONYMOUS = "User:ANONYMOUS"
+
+class State(enum.Enum):
+    HANDSHAKE = "handshake"  # expects ApiVersions or SaslHandshake
+    AUTHENTICATE = "authenticate"  # expects SaslAuthenticate
+    RAW_TOKENS = "raw_tokens"  # after SaslHandshake v0: bare tokens
+    AUTHENTICATED = "authenticated"
+    FAILED = "failed"
+
+class _Mechanism(Protocol):
+    complete: bool
+
+    def step(self, token: bytes) -> bytes: ...
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Where a listener's mechanisms look users up."""
+
+    plain_users: Mapping[str, str]  # from the listener's JAAS config
+    scram_lookup: Callable[[ScramMechanism, str], ScramCredential | None]
+
+class AuthSession:
+    def __init__(self, *, sasl: bool, enabled_mechanisms: tuple[str, ...], credentials: Credentials | None,
+                 initial_principal: str = ANONYMOUS) -> None:
+        self.state = State.HANDSHAKE if sasl else State.AUTHENTICATED
+        self.principal = initial_principal
+        self.enabled = enabled_mechanisms
+        self._credentials = credentials
+        self._mechanism: _Mechanism | None = None
+        self._mechanism_name = ""
+        self._username: Callable[[], str] = lambda: ""
+
+    @property
+    def authenticated(self) -> bool:
+        return self.state is State.AUTHENTICATED
+
+    def handshake(self, mechanism: str, version: int) -> bool:
+        """Select ``mechanism``; False if it is not enabled (the caller answers and closes)."""
+        if mechanism not in self.enabled or self._credentials is None:
+            self.state = State.FAILED
+            return False
+        creds = self._credentials
+        self._mechanism_name = mechanism
+        if mechanism == "PLAIN":
+            users = creds.plain_users
+
+            def verify(user: str, password: str) -> bool:
+                expected = users.get(user)
+                return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+
+            plain = PlainServer(verify)
+            self._mechanism = plain
+            self._username = lambda: plain.username
+        else:
+            scram_mechanism = ScramMechanism.from_name(mechanism)
+            scram = ScramServer(scram_mechanism, lambda user: creds.scram_lookup(scram_mechanism, user))
+            self._mechanism = scram
+            self._username = lambda: scram.username
+        self.state = State.RAW_TOKENS if version == 0 else State.AUTHENTICATE
+        return True
+
+    def authenticate(self, token: bytes) -> bytes:
+        """One SASL step. Raises :class:`SaslAuthenticationError` (and enters FAILED) on failure."""
+        if self._mechanism is None:
+            raise SaslAuthenticationError("SaslAuthenticate before SaslHandshake")
+        try:
+            challenge = self._mechanism.step(token)
+        except SaslAuthenticationError:
+            self.state = State.FAILED
+            raise
+        if self._mechanism.complete:
+            self.principal = f"User:{self._username()}"
+            self.state = State.AUTHENTICATED
+        return challenge

@@ -1,0 +1,146 @@
+"""The sans-IO protocol core: framing, header decoding, unknown tags, version-generic building."""
+
+from __future__ import annotations
+
+import io
+import struct
+import uuid
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import (
+    Request,
+    UnsupportedApiVersionsRequest,
+    decode_request,
+    encode_response,
+    request_class,
+    response_class,
+)
+from ksteward.protocol.errors import FrameError, InvalidRequestError
+from ksteward.protocol.framing import FrameDecoder, frame
+
+SERVED = {18: (0, 4), 3: (0, 13)}
+
+
+def _compact(s: bytes) -> bytes:
+    return bytes([len(s) + 1]) + s
+
+
+def _encode_request(api_key: int, version: int, body: object, correlation_id: int = 7) -> bytes:
+    cls = request_class(api_key, version)
+    out = io.BytesIO()
+    header_cls = cls.__header_schema__
+    values = {"request_api_key": api_key, "request_api_version": version, "correlation_id": correlation_id}
+    values["client_id"] = "test-client"
+    entity_writer(header_cls)(out, build(header_cls, values))
+    entity_writer(cls)(out, body)
+    return out.getvalue()
+
+
+def test_frame_decoder_splits_and_joins_frames() -> None:
+    dec = FrameDecoder(max_bytes=100)
+    data = frame(b"abc") + frame(b"defg")
+    assert dec.feed(data[:5]) == []
+    assert dec.feed(data[5:]) == [b"abc", b"defg"]
+    assert dec.buffered == 0
+
+
+@pytest.mark.parametrize("size", [0, -1, 101])
+def test_frame_decoder_refuses_bad_sizes(size: int) -> None:
+    with pytest.raises(FrameError):
+        FrameDecoder(max_bytes=100).feed(struct.pack(">i", size))
+
+
+def test_decodes_api_versions_at_every_version() -> None:
+    for version in range(5):
+        cls = request_class(18, version)
+        body = build(cls, {"client_software_name": "ksteward-test", "client_software_version": "1.0"})
+        req = decode_request(_encode_request(18, version, body, correlation_id=version + 1), SERVED)
+        assert isinstance(req, Request)
+        assert (req.api_key, req.api_version, req.correlation_id) == (18, version, version + 1)
+        assert req.client_id == "test-client"
+
+
+def test_too_new_api_versions_becomes_kip511_request() -> None:
+    payload = struct.pack(">hhih", 18, 9, 42, 2) + b"ab"
+    req = decode_request(payload, SERVED)
+    assert req == UnsupportedApiVersionsRequest(api_version=9, correlation_id=42, client_id="ab")
+
+
+def test_unserved_key_and_version_are_invalid_requests() -> None:
+    with pytest.raises(InvalidRequestError, match="api key 19"):
+        decode_request(struct.pack(">hhih", 19, 5, 1, -1), SERVED)
+    with pytest.raises(InvalidRequestError, match="version 14"):
+        decode_request(struct.pack(">hhih", 3, 14, 1, -1), SERVED)
+
+
+def test_unknown_tagged_fields_in_header_and_body_are_skipped() -> None:
+    header = struct.pack(">hhih", 18, 3, 42, 9) + b"my-client" + b"\x01" + b"\x07\x03abc"
+    body = _compact(b"apache-kafka-java") + _compact(b"3.9.0") + b"\x02\x09\x01z\x0a\x00"
+    req = decode_request(header + body, SERVED)
+    assert isinstance(req, Request)
+    assert req.body.client_software_name == "apache-kafka-java"
+    assert req.client_id == "my-client"
+    assert req.dropped_tags == 3
+
+
+def test_trailing_bytes_are_refused() -> None:
+    cls = request_class(18, 0)
+    payload = _encode_request(18, 0, cls()) + b"\x00"
+    with pytest.raises(InvalidRequestError, match="trailing"):
+        decode_request(payload, SERVED)
+
+
+@given(st.binary(max_size=64))
+def test_garbage_bodies_raise_only_invalid_request(garbage: bytes) -> None:
+    payload = struct.pack(">hhih", 3, 12, 1, 3) + b"cli" + garbage
+    try:
+        decode_request(payload, SERVED)
+    except InvalidRequestError:
+        pass
+
+
+def test_build_keeps_only_the_fields_a_version_has() -> None:
+    values = {
+        "brokers": [{"node_id": 1, "host": "h", "port": 9092, "rack": "r1"}],
+        "cluster_id": "c",
+        "controller_id": 1,
+        "topics": [
+            {
+                "error_code": ErrorCode.none,
+                "name": "t",
+                "topic_id": uuid.uuid4(),
+                "is_internal": False,
+                "partitions": [],
+                "topic_authorized_operations": 5,
+            }
+        ],
+        "cluster_authorized_operations": 3,
+    }
+    v0 = build(response_class(3, 0), values)
+    v12 = build(response_class(3, 12), values)
+    assert not hasattr(v0, "cluster_id")
+    assert v12.cluster_id == "c"
+    assert v12.topics[0].topic_authorized_operations == 5
+    assert v12.throttle_time.total_seconds() == 0
+
+
+def test_build_names_a_missing_required_field() -> None:
+    with pytest.raises(TypeError, match="brokers"):
+        build(response_class(3, 5), {"topics": []})
+
+
+def test_encode_response_uses_the_api_header_version() -> None:
+    resp = build(response_class(18, 3), {"error_code": ErrorCode.none, "api_keys": []})
+    data = encode_response(18, 3, 99, resp)
+    (size, correlation_id) = struct.unpack_from(">ii", data)
+    assert size == len(data) - 4
+    assert correlation_id == 99
+    # ApiVersions responses always use header v0: the body starts right after the correlation id.
+    body, _ = entity_reader(type(resp))(data, 8)
+    assert body.error_code == ErrorCode.none

@@ -1,0 +1,101 @@
+"""server.properties parsing and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ksteward.configs.properties import parse_override, parse_properties
+from ksteward.configs.server_config import ConfigError, parse_server_config
+from ksteward.server.addresses import java_host_address
+
+BASE = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+    "controller.listener.names": "CONTROLLER",
+    "metadata.log.dir": "/tmp/x",
+}
+
+
+def test_properties_syntax() -> None:
+    text = "# comment\n! also\na=1\nb : 2\nc 3\nd=multi \\\n    line\\\n  end\ne=x\\=y\\u0041\n\n"
+    assert parse_properties(text) == {"a": "1", "b": "2", "c": "3", "d": "multi lineend", "e": "x=yA"}
+
+
+def test_shipped_configs_parse() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for name in ("server.properties", "sasl.properties"):
+        from ksteward.configs.properties import load_properties
+
+        cfg = parse_server_config(load_properties(root / "config" / name))
+        assert cfg.node_id == 1
+        assert cfg.is_broker and cfg.is_controller
+        assert [str(e) for e in cfg.advertised_listeners][0].endswith("localhost:9092")
+
+
+def test_defaults_and_unknown_keys() -> None:
+    cfg = parse_server_config({**BASE, "num.io.threads": "8"})
+    assert cfg.static["num.io.threads"] == "8"
+    assert cfg.socket_request_max_bytes == 104857600
+    assert cfg.allow_everyone_if_no_acl_found is False
+    assert cfg.inter_broker_listener_name == "PLAINTEXT"
+    assert [str(e) for e in cfg.advertised_listeners] == ["PLAINTEXT://localhost:9092"]
+    assert cfg.listeners[1].security_protocol == "PLAINTEXT"  # an unmapped controller listener
+
+
+def test_metadata_log_dir_falls_back_to_first_log_dir() -> None:
+    props = {k: v for k, v in BASE.items() if k != "metadata.log.dir"}
+    cfg = parse_server_config({**props, "log.dirs": "/a,/b"})
+    assert str(cfg.metadata_log_dir) == "/a"
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"node.id": "abc"}, "node.id must be an integer"),
+        ({"process.roles": ""}, "process.roles is required"),
+        ({"process.roles": "broker,zookeeper"}, "unknown roles: zookeeper"),
+        ({"listeners": "PLAINTEXT//localhost:9092"}, "must look like NAME://host:port"),
+        ({"listeners": "FOO://localhost:1,CONTROLLER://:2"}, "does not map"),
+        ({"controller.listener.names": "CTRL"}, "CTRL"),
+        ({"sasl.enabled.mechanisms": "GSSAPI"}, "GSSAPI"),
+        ({"super.users": "admin"}, "super.users entry 'admin'"),
+        ({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}, "not supported"),
+        ({"allow.everyone.if.no.acl.found": "yes"}, "true or false"),
+        ({"socket.request.max.bytes": "0"}, "at least 1"),
+        ({"listeners": "PLAINTEXT://localhost:99999,CONTROLLER://:1"}, "above 65535"),
+    ],
+)
+def test_bad_configs_name_the_key(override: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_server_config({**BASE, **override})
+
+
+def test_override_syntax() -> None:
+    assert parse_override("a.b=c=d") == ("a.b", "c=d")
+    with pytest.raises(ValueError, match="key=value"):
+        parse_override("novalue")
+
+
+def test_listener_prefixed_keys_win() -> None:
+    cfg = parse_server_config(
+        {**BASE, "ssl.client.auth": "none", "listener.name.plaintext.ssl.client.auth": "required"}
+    )
+    assert cfg.listener_props("PLAINTEXT")["ssl.client.auth"] == "required"
+    assert cfg.listener_props("CONTROLLER")["ssl.client.auth"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("peer", "java"),
+    [
+        ("127.0.0.1", "127.0.0.1"),
+        ("::1", "0:0:0:0:0:0:0:1"),
+        ("fe80::1%eth0", "fe80:0:0:0:0:0:0:1"),
+        ("2001:db8::ab:0", "2001:db8:0:0:0:0:ab:0"),
+        ("::ffff:10.1.2.3", "10.1.2.3"),
+    ],
+)
+def test_client_addresses_in_java_text_form(peer: str, java: str) -> None:
+    assert java_host_address(peer) == java
