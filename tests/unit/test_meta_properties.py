@@ -20,7 +20,7 @@ def test_first_start_writes_and_later_starts_agree(tmp_path: Path) -> None:
 
 def test_other_node_id_is_refused(tmp_path: Path) -> None:
     ensure_meta_properties([tmp_path], 1)
-    with pytest.raises(MetaPropertiesError, match="node.id=1, but this server is node.id=2"):
+    with pytest.raises(MetaPropertiesError, match=r"node\.id=1, but this server is node\.id=2"):
         ensure_meta_properties([tmp_path], 2)
 
 

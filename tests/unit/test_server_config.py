@@ -32,7 +32,7 @@ def test_shipped_configs_parse() -> None:
         cfg = parse_server_config(load_properties(root / "config" / name))
         assert cfg.node_id == 1
         assert cfg.is_broker and cfg.is_controller
-        assert [str(e) for e in cfg.advertised_listeners][0].endswith("localhost:9092")
+        assert next(str(e) for e in cfg.advertised_listeners).endswith("localhost:9092")
 
 
 def test_defaults_and_unknown_keys() -> None:

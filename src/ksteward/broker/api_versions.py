@@ -24,9 +24,7 @@ def api_versions_values(table: ApiTable, node: Node, error: ErrorCode = ErrorCod
     image = node.image
     return {
         "error_code": error,
-        "api_keys": [
-            {"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version} for s in table
-        ],
+        "api_keys": [{"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version} for s in table],
         "supported_features": [
             {"name": name, "min_version": lo, "max_version": hi} for name, (lo, hi) in SUPPORTED_FEATURES.items()
         ],

@@ -28,7 +28,7 @@ def _brokers(image: MetadataImage, listener: str, include_fenced: bool = False) 
     for broker_id, reg in sorted(image.cluster.items()):
         if reg.fenced and not include_fenced:
             continue
-        endpoint = reg.endpoints.get(listener)
+        endpoint = next((e for e in reg.end_points if e.name == listener), None)
         if endpoint is None:
             continue
         brokers.append(
@@ -68,7 +68,7 @@ def _topic_entry(image: MetadataImage, name: str, include_ops: bool) -> dict[str
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
-        "topic_id": topic.topic_id,
+        "topic_id": topic.id,
         "is_internal": topic.name in INTERNAL_TOPICS,
         "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
@@ -104,6 +104,7 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
                 continue
             topics.append(_topic_entry(image, name, include_ops))
     values = {
+        "error_code": ErrorCode.none,  # v13+ (KIP-1102): a top-level error for rebootstrapping clients
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": node.cluster_id,
         "controller_id": node.config.node_id,

@@ -69,9 +69,7 @@ class ApiTable:
 
     def __init__(self, specs: list[ApiSpec]) -> None:
         self._specs = {s.api_key: s for s in specs}
-        self.served: Mapping[int, tuple[int, int]] = {
-            s.api_key: (s.min_version, s.max_version) for s in specs
-        }
+        self.served: Mapping[int, tuple[int, int]] = {s.api_key: (s.min_version, s.max_version) for s in specs}
 
     def spec(self, api_key: int) -> ApiSpec:
         return self._specs[api_key]

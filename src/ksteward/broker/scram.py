@@ -16,6 +16,7 @@ from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
+_NOT_FOUND = "Attempt to describe a user credential that does not exist"
 DESCRIBE_KEY = 50
 ALTER_KEY = 51
 
@@ -41,7 +42,10 @@ async def handle_describe_user_scram_credentials(node: Node, ctx: RequestContext
                     "Cannot describe SCRAM credentials for the same user twice in a single request",
                 )
             elif name not in by_user:
-                code, message = ErrorCode.resource_not_found, "Attempt to describe a user credential that does not exist"
+                code, message = (
+                    ErrorCode.resource_not_found,
+                    "Attempt to describe a user credential that does not exist",
+                )
             else:
                 code, message = ErrorCode.none, None
             results.append(

@@ -12,7 +12,9 @@ from ksteward import __version__
 def build_parser() -> argparse.ArgumentParser:
     from ksteward.cli import metadata, serve
 
-    parser = argparse.ArgumentParser(prog="ksteward", description="A Kafka-compatible admin and security control plane.")
+    parser = argparse.ArgumentParser(
+        prog="ksteward", description="A Kafka-compatible admin and security control plane."
+    )
     parser.add_argument("--version", action="version", version=f"ksteward {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)

@@ -163,9 +163,7 @@ def _endpoints(key: str, raw: str, protocols: Mapping[str, str]) -> tuple[Endpoi
         if port > 65535:
             raise ConfigError(f"{key} entry {entry!r} has port {port}, above 65535")
         if name not in protocols:
-            raise ConfigError(
-                f"{key} names listener {name}, which listener.security.protocol.map does not map"
-            )
+            raise ConfigError(f"{key} names listener {name}, which listener.security.protocol.map does not map")
         if name in seen:
             raise ConfigError(f"{key} names listener {name} twice")
         seen.add(name)
@@ -179,9 +177,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     if not roles:
         raise ConfigError("process.roles is required: broker, controller, or broker,controller")
     if not roles <= {"broker", "controller"}:
-        raise ConfigError(
-            f"process.roles has unknown roles: {', '.join(sorted(roles - {'broker', 'controller'}))}"
-        )
+        raise ConfigError(f"process.roles has unknown roles: {', '.join(sorted(roles - {'broker', 'controller'}))}")
     node_id = _int(props, "node.id", minimum=0)
     controller_names = [n.upper() for n in _csv(props.get("controller.listener.names"))]
     if "controller" in roles and not controller_names:
@@ -202,9 +198,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     if "controller" in roles:
         missing = [n for n in controller_names if n not in names]
         if missing:
-            raise ConfigError(
-                f"controller.listener.names names {', '.join(missing)}, which listeners does not define"
-            )
+            raise ConfigError(f"controller.listener.names names {', '.join(missing)}, which listeners does not define")
     client_listeners = tuple(e for e in listeners if e.name not in controller_names)
     if "broker" in roles and not client_listeners:
         raise ConfigError("a broker needs at least one listener that is not a controller listener")
@@ -263,9 +257,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         authorizer_class_name=authorizer,
         allow_everyone_if_no_acl_found=_bool(props, "allow.everyone.if.no.acl.found", False),
         socket_request_max_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1),
-        snapshot_bytes=_int(
-            props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1
-        ),
+        snapshot_bytes=_int(props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1),
         segment_bytes=_int(props, "metadata.log.segment.bytes", 1024 * 1024 * 1024, minimum=1024),
         static=MappingProxyType(dict(props)),
     )

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32
 
 from ksteward.controller.result import ControllerResult
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
-from ksteward.protocol.sasl.scram import MAX_ITERATIONS, ScramMechanism, credential_from_salted_password
+from ksteward.protocol.sasl import ScramMechanism, credential_from_salted_password
 
 _TWICE = "A user credential cannot be altered twice in the same request"
 
@@ -66,7 +67,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: Any) -> Controll
             mechanism = ScramMechanism(u.mechanism)
             if u.iterations < mechanism.min_iterations:
                 problem = ErrorCode.unacceptable_credential, "Too few iterations"
-            elif u.iterations > MAX_ITERATIONS:
+            elif u.iterations > mechanism.max_iterations:
                 problem = ErrorCode.unacceptable_credential, "Too many iterations"
             elif not u.salted_password or not u.salt:
                 # Kafka fails deep in HMAC with an unhelpful server error; say what is wrong instead.
@@ -90,7 +91,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: Any) -> Controll
                 salt=cred.salt,
                 stored_key=cred.stored_key,
                 server_key=cred.server_key,
-                iterations=cred.iterations,
+                iterations=i32(cred.iterations),
             )
         )
         results.append({"user": u.name, "error_code": ErrorCode.none, "error_message": None})

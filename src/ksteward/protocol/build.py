@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 from collections.abc import Mapping
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_schema_field_type
 
@@ -32,7 +32,7 @@ class _FieldInfo:
 
 
 @cache
-def _fields(cls: type) -> tuple[_FieldInfo, ...]:
+def _fields(cls: Any) -> tuple[_FieldInfo, ...]:
     infos = []
     for f in dataclasses.fields(cls):
         kind = classify_field(f)
@@ -68,13 +68,11 @@ def _convert(info: _FieldInfo, value: Any) -> Any:
 def build(cls: type[T], values: Mapping[str, Any]) -> T:
     """Construct ``cls`` from ``values``, ignoring keys the class does not have."""
     kwargs: dict[str, Any] = {}
-    for info in _fields(cls):
+    for info in _fields(cast(Any, cls)):
         if info.name in values:
             kwargs[info.name] = _convert(info, values[info.name])
         elif info.is_timedelta and info.required:
             kwargs[info.name] = datetime.timedelta(0)  # throttle_time: ksteward never throttles reads
         elif info.required:
-            raise TypeError(
-                f"{cls.__qualname__} v{getattr(cls, '__version__', '?')} needs field {info.name!r}"
-            )
+            raise TypeError(f"{cls.__qualname__} v{getattr(cls, '__version__', '?')} needs field {info.name!r}")
     return cls(**kwargs)

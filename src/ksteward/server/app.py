@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import logging
 import signal
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, i64, u16
 
 from ksteward.broker.context import ApiTable, MetadataWriter
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
@@ -21,8 +25,15 @@ from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVE
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
-from ksteward.metadata.records import FeatureLevelRecord, RegisterBrokerRecord
-from ksteward.protocol.sasl import ScramCredential, ScramMechanism, jaas_config_for, parse_jaas_config, plain_users
+from ksteward.metadata.records import BrokerEndpoint, BrokerFeature, FeatureLevelRecord, RegisterBrokerRecord
+from ksteward.protocol.sasl import (
+    ScramCredential,
+    ScramMechanism,
+    jaas_config_for,
+    parse_server_jaas_config,
+    plain_users,
+    plain_verifier,
+)
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, ListenerRuntime
@@ -31,6 +42,8 @@ from ksteward.server.tls import server_context
 
 log = logging.getLogger(__name__)
 
+# A ksteward extension, for the benchmark's baseline: "false" fsyncs every batch on its own.
+GROUP_COMMIT_KEY = "ksteward.metadata.group.commit.enable"
 SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
@@ -52,6 +65,7 @@ class Server:
         self._listeners: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        self._decoy_secret = b""
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -80,13 +94,19 @@ class Server:
         dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
+            self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
         try:
             image, metadata_log = await asyncio.to_thread(load, cfg.metadata_log_dir, log)
         except OSError as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
-        self._committer = GroupCommitter(metadata_log, image, snapshot_bytes=cfg.snapshot_bytes)
+        self._committer = GroupCommitter(
+            metadata_log,
+            image,
+            snapshot_bytes=cfg.snapshot_bytes,
+            group_commit=cfg.static.get(GROUP_COMMIT_KEY, "true").strip().lower() != "false",
+        )
         self._metadata_log = metadata_log
         self._committer.start()
         await self._bootstrap()
@@ -103,32 +123,38 @@ class Server:
         image = self._committer.latest
         records: list[object] = []
         if METADATA_VERSION not in image.features:
-            records.append(FeatureLevelRecord(name=METADATA_VERSION, feature_level=METADATA_VERSION_LEVEL))
+            records.append(FeatureLevelRecord(name=METADATA_VERSION, feature_level=i16(METADATA_VERSION_LEVEL)))
         if cfg.is_broker:
-            endpoints = {e.name: (e.host, e.port, e.security_protocol) for e in cfg.advertised_listeners}
+            wanted = self._registration()
             current = image.cluster.get(cfg.node_id)
-            if current is None or current.fenced or {
-                name: (ep.host, ep.port, ep.security_protocol) for name, ep in current.endpoints.items()
-            } != endpoints:
-                records.append(self._registration())
+            if (
+                current is None
+                or current.fenced
+                or current.end_points != wanted.end_points
+                or current.rack != wanted.rack
+            ):
+                records.append(wanted)
         if records:
             await self._committer.append(records)
 
     def _registration(self) -> RegisterBrokerRecord:
         cfg = self._config
         return RegisterBrokerRecord(
-            broker_id=cfg.node_id,
+            broker_id=BrokerId(cfg.node_id),
             is_migrating_zk_broker=False,
             incarnation_id=self.incarnation_id,
-            broker_epoch=max(self._committer.latest.offset + 1, 0) if self._committer else 0,
+            broker_epoch=i64(max(self._committer.latest.offset + 1, 0) if self._committer else 0),
             end_points=tuple(
-                RegisterBrokerRecord.BrokerEndpoint(
-                    name=e.name, host=e.host, port=e.port, security_protocol=SECURITY_PROTOCOL_CODES[e.security_protocol]
+                BrokerEndpoint(
+                    name=e.name,
+                    host=e.host,
+                    port=u16(e.port),
+                    security_protocol=i16(SECURITY_PROTOCOL_CODES[e.security_protocol]),
                 )
                 for e in cfg.advertised_listeners
             ),
             features=tuple(
-                RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=lo, max_supported_version=hi)
+                BrokerFeature(name=name, min_supported_version=i16(lo), max_supported_version=i16(hi))
                 for name, (lo, hi) in SUPPORTED_FEATURES.items()
             ),
             rack=cfg.static.get("broker.rack") or None,
@@ -166,8 +192,7 @@ class Server:
                     f"listener.name.{endpoint.name.lower()}.plain.sasl.jaas.config"
                 )
             try:
-                for entry in parse_jaas_config(text):
-                    users.update(plain_users(entry.options))
+                users = plain_users(parse_server_jaas_config(text).options)
             except ValueError as exc:
                 raise StartupError(f"listener {endpoint.name}: bad sasl.jaas.config: {exc}") from None
 
@@ -176,11 +201,15 @@ class Server:
             if record is None:
                 return None
             return ScramCredential(
-                salt=record.salt, stored_key=record.stored_key, server_key=record.server_key,
+                salt=record.salt,
+                stored_key=record.stored_key,
+                server_key=record.server_key,
                 iterations=record.iterations,
             )
 
-        return Credentials(plain_users=users, scram_lookup=scram_lookup)
+        return Credentials(
+            plain_verify=plain_verifier(users), scram_lookup=scram_lookup, decoy_secret=self._decoy_secret
+        )
 
     async def _bind(self, endpoint: Endpoint, runtime: ListenerRuntime) -> None:
         ssl_context = None
@@ -201,8 +230,12 @@ class Server:
 
         try:
             server = await asyncio.start_server(
-                on_connect, host=endpoint.host or None, port=endpoint.port, ssl=ssl_context,
-                limit=2**16, reuse_address=True,
+                on_connect,
+                host=endpoint.host or None,
+                port=endpoint.port,
+                ssl=ssl_context,
+                limit=2**16,
+                reuse_address=True,
             )
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:

@@ -10,6 +10,7 @@ see a mutation that a crash could take back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import deque
@@ -33,12 +34,14 @@ class GroupCommitter:
         image: MetadataImage,
         *,
         snapshot_bytes: int,
+        group_commit: bool = True,
         on_publish: Callable[[MetadataImage], None] | None = None,
     ) -> None:
         self._log = metadata_log
         self._latest = image
         self._published = image
         self._snapshot_bytes = snapshot_bytes
+        self._group_commit = group_commit
         self._on_publish = on_publish
         self._pending: deque[tuple[int, MetadataImage, asyncio.Future[int]]] = deque()
         self._wakeup = asyncio.Event()
@@ -68,9 +71,21 @@ class GroupCommitter:
         for record in records:
             delta.replay(record)
         values = [encode_record(r) for r in records]
-        _, last_offset = self._log.append(values, timestamp_ms=int(time.time() * 1000), leader_epoch=LEADER_EPOCH)
-        self._latest = delta.apply(last_offset)
+        now_ms = int(time.time() * 1000)
+        _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=LEADER_EPOCH)
+        self._latest = delta.apply(offset=last_offset, epoch=LEADER_EPOCH, timestamp_ms=now_ms)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if not self._group_commit:
+            # The baseline group commit is measured against: every batch pays its own fsync, in
+            # line, before the next one can be written.
+            self._log.flush()
+            self.fsyncs += 1
+            self._published = self._latest
+            future.set_result(last_offset)
+            if self._on_publish is not None:
+                self._on_publish(self._published)
+            self._maybe_snapshot()
+            return future
         self._pending.append((last_offset, self._latest, future))
         self._wakeup.set()
         return future
@@ -122,7 +137,7 @@ class GroupCommitter:
             end_offset,
             LEADER_EPOCH,
             (encode_record(r) for r in image.records()),
-            last_contained_timestamp_ms=int(time.time() * 1000),
+            last_contained_timestamp_ms=image.timestamp_ms,
         )
         self._log.delete_segments_before(end_offset)
         log.info("wrote snapshot %s in %.3fs", path.name, time.monotonic() - started)
@@ -133,14 +148,12 @@ class GroupCommitter:
             await asyncio.gather(*(fut for _, _, fut in list(self._pending)), return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-            except asyncio.CancelledError:
-                pass
         if self._snapshot_task is not None:
             await asyncio.gather(self._snapshot_task, return_exceptions=True)
         if snapshot and self._failure is None:
             snapshots = self._log.snapshots()
-            newest_end = snapshots[0][0] if snapshots else -1
+            newest_end = snapshots[0].end_offset if snapshots else -1
             if self._published.offset + 1 > newest_end:
                 await asyncio.to_thread(self.write_snapshot, self._published)

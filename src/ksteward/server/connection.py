@@ -57,8 +57,9 @@ class ListenerRuntime:
 
 
 class Connection:
-    def __init__(self, node: Node, listener: ListenerRuntime, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, node: Node, listener: ListenerRuntime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         self.node = node
         self.listener = listener
         self.reader = reader
@@ -84,7 +85,9 @@ class Connection:
                     header = await self.reader.readexactly(4)
                 except asyncio.IncompleteReadError as exc:
                     if exc.partial:
-                        log.info("closing connection from %s on %s: truncated frame size", self.peer, self.listener.name)
+                        log.info(
+                            "closing connection from %s on %s: truncated frame size", self.peer, self.listener.name
+                        )
                     return
                 (size,) = _SIZE.unpack(header)
                 check_frame_size(size, self.listener.max_frame_bytes)
@@ -114,7 +117,11 @@ class Connection:
         session = self.session
         if session.state is State.RAW_TOKENS:
             return self._raw_token(payload)
-        request = decode_request(payload, self.listener.table.served)
+        try:
+            request = decode_request(payload, self.listener.table.served)
+        except ProtocolError:
+            log.debug("undecodable request from %s: %s", self.peer, payload[:512].hex())
+            raise
         if isinstance(request, UnsupportedApiVersionsRequest):
             response = unsupported_version_response(self.listener.table, self.node)
             return encode_response(API_VERSIONS, 0, request.correlation_id, response)

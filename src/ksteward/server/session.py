@@ -9,7 +9,7 @@ SSL connections are authenticated from the start.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -23,6 +23,7 @@ from ksteward.protocol.sasl import (
 
 ANONYMOUS = "User:ANONYMOUS"
 
+
 class State(enum.Enum):
     HANDSHAKE = "handshake"  # expects ApiVersions or SaslHandshake
     AUTHENTICATE = "authenticate"  # expects SaslAuthenticate
@@ -30,28 +31,43 @@ class State(enum.Enum):
     AUTHENTICATED = "authenticated"
     FAILED = "failed"
 
+
 class _Mechanism(Protocol):
-    complete: bool
+    @property
+    def complete(self) -> bool: ...
+
+    @property
+    def username(self) -> str | None: ...
 
     def step(self, token: bytes) -> bytes: ...
+
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
     """Where a listener's mechanisms look users up."""
 
-    plain_users: Mapping[str, str]  # from the listener's JAAS config
+    plain_verify: Callable[[str, str], bool]  # from the listener's JAAS config, constant-time
     scram_lookup: Callable[[ScramMechanism, str], ScramCredential | None]
+    # Keeps the decoy salt sent for unknown SCRAM users stable across restarts, so a client cannot
+    # tell an unknown user from a known one by watching the salt change.
+    decoy_secret: bytes
+
 
 class AuthSession:
-    def __init__(self, *, sasl: bool, enabled_mechanisms: tuple[str, ...], credentials: Credentials | None,
-                 initial_principal: str = ANONYMOUS) -> None:
+    def __init__(
+        self,
+        *,
+        sasl: bool,
+        enabled_mechanisms: tuple[str, ...],
+        credentials: Credentials | None,
+        initial_principal: str = ANONYMOUS,
+    ) -> None:
         self.state = State.HANDSHAKE if sasl else State.AUTHENTICATED
         self.principal = initial_principal
         self.enabled = enabled_mechanisms
         self._credentials = credentials
         self._mechanism: _Mechanism | None = None
         self._mechanism_name = ""
-        self._username: Callable[[], str] = lambda: ""
 
     @property
     def authenticated(self) -> bool:
@@ -65,20 +81,14 @@ class AuthSession:
         creds = self._credentials
         self._mechanism_name = mechanism
         if mechanism == "PLAIN":
-            users = creds.plain_users
-
-            def verify(user: str, password: str) -> bool:
-                expected = users.get(user)
-                return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
-
-            plain = PlainServer(verify)
-            self._mechanism = plain
-            self._username = lambda: plain.username
+            self._mechanism = PlainServer(creds.plain_verify)
         else:
             scram_mechanism = ScramMechanism.from_name(mechanism)
-            scram = ScramServer(scram_mechanism, lambda user: creds.scram_lookup(scram_mechanism, user))
-            self._mechanism = scram
-            self._username = lambda: scram.username
+            self._mechanism = ScramServer(
+                scram_mechanism,
+                lambda user: creds.scram_lookup(scram_mechanism, user),
+                decoy_secret=creds.decoy_secret,
+            )
         self.state = State.RAW_TOKENS if version == 0 else State.AUTHENTICATE
         return True
 
@@ -92,6 +102,6 @@ class AuthSession:
             self.state = State.FAILED
             raise
         if self._mechanism.complete:
-            self.principal = f"User:{self._username()}"
+            self.principal = f"User:{self._mechanism.username}"
             self.state = State.AUTHENTICATED
         return challenge
