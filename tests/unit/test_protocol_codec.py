@@ -146,3 +146,17 @@ def test_encode_response_uses_the_api_header_version() -> None:
     # ApiVersions responses always use header v0: the body starts right after the correlation id.
     body, _ = entity_reader(type(resp))(data, 8)
     assert body.error_code == ErrorCode.none
+
+
+def test_invalid_utf8_in_client_id_is_an_invalid_request() -> None:
+    # Found by the live fuzz test: kio raises InvalidUnicode, which must not escape as a crash.
+    payload = struct.pack(">hhih", 18, 0, 1, 2) + b"\xff\xfe"
+    with pytest.raises(InvalidRequestError, match="cannot decode"):
+        decode_request(payload, SERVED)
+
+
+@given(st.sampled_from([3, 18, 50, 51, 60]), st.integers(0, 13), st.binary(max_size=80))
+def test_any_header_and_body_bytes_raise_only_invalid_request(key: int, version: int, rest: bytes) -> None:
+    served = {3: (0, 13), 18: (0, 4), 50: (0, 0), 51: (0, 0), 60: (0, 2)}
+    with contextlib.suppress(InvalidRequestError):
+        decode_request(struct.pack(">hhi", key, version, 1) + rest, served)

@@ -17,7 +17,7 @@ from typing import Any, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import BufferUnderflow
+from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
@@ -111,7 +111,7 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
             body, _body_size = _reader(cls)(payload, header_size)
     except InvalidRequestError:
         raise
-    except (BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
+    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
         raise InvalidRequestError(
             f"cannot decode api key {api_key} v{api_version}: {type(exc).__name__}: {exc}"
         ) from None
@@ -148,7 +148,7 @@ def decode_body(cls: type, data: bytes) -> Any:
     """Read a kio entity that must fill ``data`` exactly."""
     try:
         value, size = _reader(cast(Any, cls))(data, 0)
-    except (BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError) as exc:
+    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError) as exc:
         raise InvalidRequestError(f"cannot decode {cls.__name__}: {exc}") from None
     if size != len(data):
         raise InvalidRequestError(f"{cls.__name__}: {len(data) - size} trailing bytes")
