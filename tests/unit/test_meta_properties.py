@@ -40,7 +40,7 @@ def test_configured_cluster_id_must_match(tmp_path: Path) -> None:
 def test_a_file_is_not_a_data_dir(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(MetaPropertiesError, match="cannot use data directory"):
+    with pytest.raises(MetaPropertiesError, match="is not a directory"):
         ensure_meta_properties([f], 1)
 
 

@@ -72,6 +72,7 @@ class ServerConfig:
     socket_request_max_bytes: int
     snapshot_bytes: int
     segment_bytes: int
+    failed_authentication_delay_ms: int
     static: Mapping[str, str] = field(repr=False)
 
     @property
@@ -259,5 +260,8 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         socket_request_max_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1),
         snapshot_bytes=_int(props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1),
         segment_bytes=_int(props, "metadata.log.segment.bytes", 1024 * 1024 * 1024, minimum=1024),
+        # KIP-306: hold a failed login's connection open this long, so the client reads the error
+        # before the close (and password guessing slows down).
+        failed_authentication_delay_ms=_int(props, "connection.failed.authentication.delay.ms", 100, minimum=0),
         static=MappingProxyType(dict(props)),
     )

@@ -73,6 +73,8 @@ def ensure_meta_properties(dirs: list[Path], node_id: int, cluster_id: str | Non
     """Check (or, on first start, write) ``meta.properties`` in every directory; return the cluster id."""
     found: dict[Path, dict[str, str]] = {}
     for d in dirs:
+        if d.exists() and not d.is_dir():
+            raise MetaPropertiesError(f"data directory {d} is not a directory")
         try:
             d.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

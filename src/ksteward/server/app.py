@@ -178,6 +178,7 @@ class Server:
                 max_frame_bytes=cfg.socket_request_max_bytes,
                 enabled_mechanisms=cfg.sasl_enabled_mechanisms if endpoint.uses_sasl else (),
                 credentials=credentials,
+                failed_authentication_delay_s=cfg.failed_authentication_delay_ms / 1000,
             )
         return runtimes
 

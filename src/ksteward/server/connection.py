@@ -50,6 +50,7 @@ class ListenerRuntime:
     max_frame_bytes: int
     enabled_mechanisms: tuple[str, ...]
     credentials: Credentials | None
+    failed_authentication_delay_s: float = 0.1
 
     @property
     def sasl(self) -> bool:
@@ -101,6 +102,9 @@ class Connection:
                     self.writer.write(response)
                     await self.writer.drain()
                 if self.session.state is State.FAILED:
+                    # Kafka delays the close after a failed login (KIP-306): clients that drop
+                    # bytes arriving together with a close would otherwise miss the error.
+                    await asyncio.sleep(self.listener.failed_authentication_delay_s)
                     return
         except ProtocolError as exc:
             log.warning("closing connection from %s on %s: %s", self.peer, self.listener.name, exc)

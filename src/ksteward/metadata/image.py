@@ -1,0 +1,237 @@
+"""``MetadataImage``: the immutable state that the metadata records describe, as Kafka's ``image/``.
+
+An image is never changed: ``MetadataDelta`` (in ``delta.py``) replays records on top of one and
+produces the next, sharing every section it did not touch. Sections are read-only mappings
+(``types.MappingProxyType``); values are records or small immutable classes.
+
+``MetadataImage.records()`` writes the image back as records, in the order of Kafka's snapshots.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, NamedTuple, cast
+
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import f64, i8, i16, i32, i64
+
+from .records import (
+    AccessControlEntryRecord,
+    AnyPartitionChangeRecord,
+    AnyPartitionRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    DelegationTokenRecord,
+    EntityData,
+    FeatureLevelRecord,
+    MetadataRecord,
+    PartitionChangeRecordV0,
+    PartitionChangeRecordV2,
+    PartitionRecordV0,
+    PartitionRecordV1,
+    PartitionRecordV2,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RegisterControllerRecord,
+    TopicRecord,
+    UserScramCredentialRecord,
+)
+
+METADATA_VERSION = "metadata.version"
+
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""A client-quota entity: ``(entity_type, entity_name or None for the default)`` pairs sorted by type."""
+
+ConfigResourceKey = tuple[int, str]
+"""``(ConfigResource.Type id, resource name)``."""
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+def _empty() -> Mapping[Any, Any]:
+    return _EMPTY
+
+
+class PartitionRegistration(NamedTuple):
+    """One partition's state (a NamedTuple: a million of them are built when a snapshot loads)."""
+
+    replicas: tuple[BrokerId, ...]
+    isr: tuple[i32, ...]
+    removing_replicas: tuple[BrokerId, ...]
+    adding_replicas: tuple[BrokerId, ...]
+    leader: BrokerId
+    leader_recovery_state: i8
+    leader_epoch: i32
+    partition_epoch: i32
+    directories: tuple[uuid.UUID | None, ...] = ()
+    elr: tuple[BrokerId, ...] = ()
+    last_known_elr: tuple[BrokerId, ...] = ()
+
+    @classmethod
+    def from_record(cls, record: AnyPartitionRecord) -> PartitionRegistration:
+        directories: tuple[uuid.UUID | None, ...] = ()
+        elr: tuple[BrokerId, ...] = ()
+        last_known_elr: tuple[BrokerId, ...] = ()
+        if not isinstance(record, PartitionRecordV0):
+            directories = record.directories
+            if isinstance(record, PartitionRecordV2):
+                elr = record.eligible_leader_replicas or ()
+                last_known_elr = record.last_known_elr or ()
+        return cls(
+            record.replicas, record.isr, record.removing_replicas, record.adding_replicas, record.leader,
+            record.leader_recovery_state, record.leader_epoch, record.partition_epoch, directories, elr,
+            last_known_elr,
+        )  # fmt: skip
+
+    def merge(self, change: AnyPartitionChangeRecord) -> PartitionRegistration:
+        """Apply a PartitionChangeRecord as Kafka's ``PartitionRegistration.merge`` does: absent
+        (None, -2 leader, -1 recovery state) fields are unchanged, a new leader bumps the leader
+        epoch, and every change bumps the partition epoch."""
+        leader, leader_epoch = self.leader, self.leader_epoch
+        if change.leader != -2:
+            leader, leader_epoch = change.leader, i32(self.leader_epoch + 1)
+        directories = self.directories
+        elr, last_known_elr = self.elr, self.last_known_elr
+        if not isinstance(change, PartitionChangeRecordV0):
+            if change.directories is not None:
+                directories = change.directories
+            if isinstance(change, PartitionChangeRecordV2):
+                elr = self.elr if change.eligible_leader_replicas is None else change.eligible_leader_replicas
+                last_known_elr = self.last_known_elr if change.last_known_elr is None else change.last_known_elr
+        return PartitionRegistration(
+            self.replicas if change.replicas is None else change.replicas,
+            self.isr if change.isr is None else change.isr,
+            self.removing_replicas if change.removing_replicas is None else change.removing_replicas,
+            self.adding_replicas if change.adding_replicas is None else change.adding_replicas,
+            leader,
+            self.leader_recovery_state if change.leader_recovery_state == -1 else change.leader_recovery_state,
+            leader_epoch,
+            i32(self.partition_epoch + 1),
+            directories,
+            elr,
+            last_known_elr,
+        )
+
+    def to_record(self, topic_id: uuid.UUID | None, partition_id: int) -> AnyPartitionRecord:
+        """The lowest PartitionRecord version that holds this state (v2 only when ELRs are set)."""
+        if self.elr or self.last_known_elr:
+            return PartitionRecordV2(
+                partition_id=cast(i32, partition_id), topic_id=topic_id, replicas=self.replicas, isr=self.isr,
+                removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
+                leader=self.leader, leader_recovery_state=self.leader_recovery_state,
+                leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch,
+                directories=self.directories, eligible_leader_replicas=self.elr, last_known_elr=self.last_known_elr,
+            )  # fmt: skip
+        if self.directories:
+            return PartitionRecordV1(
+                partition_id=cast(i32, partition_id), topic_id=topic_id, replicas=self.replicas, isr=self.isr,
+                removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas,
+                leader=self.leader, leader_recovery_state=self.leader_recovery_state,
+                leader_epoch=self.leader_epoch, partition_epoch=self.partition_epoch, directories=self.directories,
+            )  # fmt: skip
+        return PartitionRecordV0(
+            partition_id=cast(i32, partition_id), topic_id=topic_id, replicas=self.replicas, isr=self.isr,
+            removing_replicas=self.removing_replicas, adding_replicas=self.adding_replicas, leader=self.leader,
+            leader_recovery_state=self.leader_recovery_state, leader_epoch=self.leader_epoch,
+            partition_epoch=self.partition_epoch,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TopicImage:
+    name: str
+    id: uuid.UUID | None
+    partitions: Mapping[int, PartitionRegistration] = field(default_factory=_empty)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsImage:
+    by_id: Mapping[uuid.UUID | None, TopicImage] = field(default_factory=_empty)
+    by_name: Mapping[str, TopicImage] = field(default_factory=_empty)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataImage:
+    """The state after the record at ``offset`` (-1: nothing applied)."""
+
+    offset: int = -1
+    epoch: int = -1
+    """Leader epoch of the batch holding ``offset``."""
+    timestamp_ms: int = -1
+    """Append time of that batch (a snapshot's LastContainedLogTimestamp)."""
+    features: Mapping[str, int] = field(default_factory=_empty)
+    cluster: Mapping[int, RegisterBrokerRecord] = field(default_factory=_empty)
+    """Registered brokers by id, every registration held as the newest record version."""
+    controllers: Mapping[int, RegisterControllerRecord] = field(default_factory=_empty)
+    topics: TopicsImage = field(default_factory=TopicsImage)
+    configs: Mapping[ConfigResourceKey, Mapping[str, str]] = field(default_factory=_empty)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_empty)
+    producer_ids: int = -1
+    """The next producer id block start (ProducerIdsRecord.NextProducerId), -1 if none was assigned."""
+    acls: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=_empty)
+    scram: Mapping[tuple[int, str], UserScramCredentialRecord] = field(default_factory=_empty)
+    """SCRAM credentials by (mechanism, user name)."""
+    delegation_tokens: Mapping[str, DelegationTokenRecord] = field(default_factory=_empty)
+
+    @property
+    def is_empty(self) -> bool:
+        return self.offset == -1 and not self.features and not self.topics
+
+    def records(self) -> Iterator[MetadataRecord]:
+        """The image as records, in Kafka's snapshot order: features (metadata.version first),
+        cluster, topics (each TopicRecord then its PartitionRecords), configs, client quotas,
+        producer ids, ACLs, SCRAM credentials, delegation tokens."""
+        features = self.features
+        if METADATA_VERSION in features:
+            yield FeatureLevelRecord(name=METADATA_VERSION, feature_level=i16(features[METADATA_VERSION]))
+        for name in sorted(features):
+            if name != METADATA_VERSION:
+                yield FeatureLevelRecord(name=name, feature_level=i16(features[name]))
+        for broker_id in sorted(self.cluster):
+            yield self.cluster[broker_id]
+        for controller_id in sorted(self.controllers):
+            yield self.controllers[controller_id]
+        for name in sorted(self.topics.by_name):
+            topic = self.topics.by_name[name]
+            yield TopicRecord(name=TopicName(name), topic_id=topic.id)
+            partitions = topic.partitions
+            for partition_id in sorted(partitions):
+                yield partitions[partition_id].to_record(topic.id, partition_id)
+        for resource_type, resource_name in sorted(self.configs):
+            values = self.configs[(resource_type, resource_name)]
+            for key in sorted(values):
+                yield ConfigRecord(
+                    resource_type=i8(resource_type), resource_name=resource_name, name=key, value=values[key]
+                )
+        for entity in sorted(self.client_quotas, key=_entity_sort_key):
+            entity_data = tuple(EntityData(entity_type=t, entity_name=n) for t, n in entity)
+            quotas = self.client_quotas[entity]
+            for key in sorted(quotas):
+                yield ClientQuotaRecord(entity=entity_data, key=key, value=f64(quotas[key]), remove=False)
+        if self.producer_ids >= 0:
+            yield ProducerIdsRecord(
+                broker_id=BrokerId(-1), broker_epoch=i64(-1), next_producer_id=i64(self.producer_ids)
+            )
+        for acl_id in sorted(self.acls, key=_uuid_sort_key):
+            yield self.acls[acl_id]
+        for scram_key in sorted(self.scram):
+            yield self.scram[scram_key]
+        for token_id in sorted(self.delegation_tokens):
+            yield self.delegation_tokens[token_id]
+
+
+def _uuid_sort_key(value: uuid.UUID | None) -> int:
+    return 0 if value is None else value.int
+
+
+def _entity_sort_key(entity: QuotaEntity) -> tuple[tuple[str, bool, str], ...]:
+    return tuple((t, n is not None, n or "") for t, n in entity)
+
+
+EMPTY_IMAGE = MetadataImage()

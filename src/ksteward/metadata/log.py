@@ -1,0 +1,616 @@
+"""The ``__cluster_metadata-0`` directory: log segments and snapshots in Kafka's on-disk layout.
+
+Layout (Kafka's ``UnifiedLog`` and ``Snapshots``)::
+
+    <metadata.log.dir>/__cluster_metadata-0/
+        00000000000000000000.log                      segments, named by base offset (%020d)
+        00000000000000001234-0000000003.checkpoint    snapshots, endOffset (exclusive) and epoch
+        ...checkpoint.part                            a snapshot being written (removed at open)
+
+No ``.index``/``.timeindex`` files are written: Kafka rebuilds them, and ksteward keeps a per-batch
+offset index in memory. When a segment is truncated or deleted here its index files are deleted too,
+so Kafka never trusts a stale one.
+
+Thread contract: one thread (the controller's event loop) calls ``append``, ``read`` and ``close``.
+``flush`` may run in one other thread at a time (the group-commit worker) while appends go on, and
+``write_snapshot`` / ``delete_segments_before`` in a worker thread too (one at a time): they only
+add and remove files the appender does not write (the active segment is never deleted). ``_lock``
+guards only the bookkeeping these share (the segment list, which descriptors need an fsync, the
+offsets); fsyncs and file writes run outside it. ``close`` must not race any of them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import mmap
+import os
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import BinaryIO
+
+from kio.static.primitive import i16, i64
+
+from .batch import (
+    Batch,
+    CorruptBatchError,
+    ScanResult,
+    UnsupportedCompressionError,
+    encode_batch,
+    iter_batches,
+    scan_batches,
+)
+from .records.control import (
+    ControlRecordType,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    control_type_id,
+    encode_control_record,
+)
+
+PARTITION_DIR_NAME = "__cluster_metadata-0"
+DEFAULT_SEGMENT_BYTES = 1 << 30
+SNAPSHOT_BATCH_RECORDS = 2000
+SNAPSHOT_BATCH_BYTES = 1 << 20
+SNAPSHOTS_TO_KEEP = 2
+
+_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+_LEFTOVER_SUFFIXES = (".checkpoint.part", ".checkpoint.deleted", ".log.deleted")
+
+
+class MetadataLogError(Exception):
+    """The log cannot do what was asked (read-only, closed, failed fsync, bad argument)."""
+
+
+class OffsetOutOfRangeError(MetadataLogError):
+    """The offset is below the log start offset: those batches were deleted after a snapshot."""
+
+
+class CorruptSnapshotError(ValueError):
+    """A snapshot file fails a CRC, is cut short, or lacks its header or footer."""
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SnapshotId:
+    end_offset: int
+    """Exclusive: the first offset the snapshot does not contain."""
+    epoch: int
+    path: Path = field(compare=False)
+
+
+@dataclass(slots=True)
+class _Segment:
+    base_offset: int
+    path: Path
+    size: int
+    next_offset: int
+    scan: ScanResult  # its arrays grow with every append: the in-memory offset index
+    fd: int | None = None
+
+
+def partition_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` itself when it is a ``__cluster_metadata-0`` directory, else ``path/__cluster_metadata-0``."""
+    p = Path(path)
+    return p if p.name == PARTITION_DIR_NAME else p / PARTITION_DIR_NAME
+
+
+def segment_file_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+def snapshot_file_name(end_offset: int, epoch: int) -> str:
+    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+def list_snapshots(directory: Path) -> list[SnapshotId]:
+    """Snapshot files of a partition directory, by name only, newest (highest end offset) first."""
+    found = []
+    for entry in os.scandir(directory):
+        match = _SNAPSHOT_RE.match(entry.name)
+        if match:
+            found.append(SnapshotId(int(match[1]), int(match[2]), Path(entry.path)))
+    return sorted(found, reverse=True)
+
+
+def list_segments(directory: Path) -> list[Path]:
+    """Segment files of a partition directory in offset order."""
+    names = sorted(e.name for e in os.scandir(directory) if _SEGMENT_RE.match(e.name))
+    return [directory / n for n in names]
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _delete_segment_files(path: Path, *, keep_log: bool = False) -> None:
+    """The segment and the index files Kafka may have left beside it (stale once we change it)."""
+    for suffix in (".index", ".timeindex", ".txnindex") if keep_log else (".log", ".index", ".timeindex", ".txnindex"):
+        path.with_suffix(suffix).unlink(missing_ok=True)
+
+
+def _map(path: Path, size: int) -> mmap.mmap | bytes:
+    """The first ``size`` bytes of a file, mapped read-only (mmap keeps its own descriptor)."""
+    if size == 0:
+        return b""
+    with open(path, "rb") as f:
+        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+
+
+def _unmap(buf: mmap.mmap | bytes) -> None:
+    if isinstance(buf, mmap.mmap):
+        buf.close()
+
+
+def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, int, Iterator[bytes]]:
+    """``(end_offset, epoch, record values)`` of a snapshot file.
+
+    The whole file is validated first (every CRC, a SnapshotHeader as the first record and a
+    SnapshotFooter as the last), so CorruptSnapshotError is raised here, before any value is read.
+    Control batches are skipped by the iterator.
+    """
+    path = Path(path)
+    match = _SNAPSHOT_RE.match(path.name)
+    if not match:
+        raise ValueError(f"{path.name} is not a snapshot file name (%020d-%010d.checkpoint)")
+    end_offset, epoch = int(match[1]), int(match[2])
+    buf = _map(path, path.stat().st_size)
+    try:
+        scan = scan_batches(buf)
+        if scan.error is not None:
+            raise CorruptSnapshotError(f"{path}: {scan.error}")
+        if scan.torn or not scan.positions:
+            raise CorruptSnapshotError(f"{path}: cut short at position {scan.valid_bytes}")
+        first = _first_control_type(buf, scan.positions[0], path, last=False)
+        if first != ControlRecordType.SNAPSHOT_HEADER:
+            raise CorruptSnapshotError(f"{path}: does not start with a SnapshotHeader control record")
+        if _first_control_type(buf, scan.positions[-1], path, last=True) != ControlRecordType.SNAPSHOT_FOOTER:
+            raise CorruptSnapshotError(f"{path}: does not end with a SnapshotFooter control record")
+    except BaseException:
+        _unmap(buf)
+        raise
+    return end_offset, epoch, _snapshot_values(buf, path)
+
+
+def _first_control_type(buf: mmap.mmap | bytes, position: int, path: Path, *, last: bool) -> int:
+    """Control type of the first (or last) record of the batch at ``position``; -1 if not control."""
+    try:
+        batch = next(iter_batches(buf, position))
+        if not batch.is_control or not batch.records:
+            return -1
+        return control_type_id(batch.records[-1 if last else 0][2])
+    except (CorruptBatchError, UnsupportedCompressionError) as exc:
+        raise CorruptSnapshotError(f"{path}: {exc}") from exc
+    except ValueError:
+        return -1
+
+
+def _snapshot_values(buf: mmap.mmap | bytes, path: Path) -> Iterator[bytes]:
+    """Values of the data batches; owns ``buf`` and unmaps it when done."""
+    try:
+        for batch in iter_batches(buf):
+            if not batch.is_control:
+                yield from (record[3] for record in batch.records if record[3] is not None)
+    except (CorruptBatchError, UnsupportedCompressionError) as exc:
+        raise CorruptSnapshotError(f"{path}: {exc}") from exc
+    finally:
+        _unmap(buf)
+
+
+class MetadataLog:
+    """Segments and snapshots of one ``__cluster_metadata-0`` directory; see the module docstring."""
+
+    def __init__(self, directory: Path, *, segment_bytes: int, logger: logging.Logger, read_only: bool) -> None:
+        # Use ``MetadataLog.open``; this only sets fields.
+        self.directory = directory
+        self.segment_bytes = segment_bytes
+        self.read_only = read_only
+        self._logger = logger
+        self._segments: list[_Segment] = []
+        self._next_offset = 0
+        self._durable_offset = 0
+        self._last_epoch = -1
+        self._bytes_since_snapshot = 0
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._retired_fds: list[int] = []
+        self._dir_dirty = False
+        self._failed: BaseException | None = None
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        *,
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+        logger: logging.Logger | None = None,
+        read_only: bool = False,
+    ) -> MetadataLog:
+        """Open (creating unless ``read_only``) the partition directory under ``directory``.
+
+        Every batch of every segment is validated. A torn or corrupt tail is truncated (and the
+        segments after it deleted), each with a warning naming the file, position and reason.
+        ``read_only`` touches nothing on disk: the bad tail is only left out of the bookkeeping.
+        """
+        if segment_bytes <= 0:
+            raise ValueError("segment_bytes must be positive")
+        pdir = partition_dir(directory)
+        log = cls(pdir, segment_bytes=segment_bytes, logger=logger or logging.getLogger(__name__),
+                  read_only=read_only)  # fmt: skip
+        if read_only:
+            if not pdir.is_dir():
+                raise FileNotFoundError(f"no metadata log directory at {pdir}")
+        else:
+            created = not pdir.exists()
+            pdir.mkdir(parents=True, exist_ok=True)
+            if created:
+                fsync_dir(pdir.parent)
+            log._remove_leftovers()
+        log._recover()
+        return log
+
+    def _remove_leftovers(self) -> None:
+        removed = False
+        for entry in os.scandir(self.directory):
+            if entry.name.endswith(_LEFTOVER_SUFFIXES):
+                self._logger.info("removing leftover file %s", entry.path)
+                os.unlink(entry.path)
+                removed = True
+        if removed:
+            fsync_dir(self.directory)
+
+    def _recover(self) -> None:
+        paths = list_segments(self.directory)
+        expected: int | None = None
+        for index, path in enumerate(paths):
+            base = int(path.stem)
+            if expected is not None and base != expected:
+                # A gap (or overlap) between segments: nothing from here on can be trusted.
+                scan = scan_batches(b"")
+                reason = f"segment base offset {base} does not follow offset {expected - 1}"
+            else:
+                buf = _map(path, path.stat().st_size)
+                try:
+                    scan = scan_batches(buf, expected_offset=base)
+                finally:
+                    _unmap(buf)
+                reason = scan.error.reason if scan.error else "torn batch at the end" if scan.torn else ""
+            end = scan.next_offset if scan.next_offset is not None else base
+            self._segments.append(_Segment(base, path, scan.valid_bytes, end, scan))
+            if reason:
+                self._cut_tail(index, paths, scan.valid_bytes, reason)
+                break
+            expected = end
+        self._next_offset = self._segments[-1].next_offset if self._segments else 0
+        newest = self.snapshots()
+        if newest and newest[0].end_offset > self._next_offset:
+            # As Kafka does: a log that ends before the newest snapshot restarts at its end offset.
+            self._logger.warning(
+                "metadata log ends at offset %d, before snapshot %s: starting the log at %d",
+                self._next_offset, newest[0].path.name, newest[0].end_offset,
+            )  # fmt: skip
+            if not self.read_only:
+                for segment in self._segments:
+                    _delete_segment_files(segment.path)
+                if self._segments:
+                    fsync_dir(self.directory)
+            self._segments.clear()
+            self._next_offset = newest[0].end_offset
+        self._durable_offset = self._next_offset
+        for segment in reversed(self._segments):
+            if segment.scan.leader_epochs:
+                self._last_epoch = segment.scan.leader_epochs[-1]
+                break
+        self._bytes_since_snapshot = self._bytes_from(newest[0].end_offset if newest else 0)
+
+    def _cut_tail(self, index: int, paths: list[Path], valid_bytes: int, reason: str) -> None:
+        path = paths[index]
+        action = "ignoring (read-only)" if self.read_only else "truncating"
+        self._logger.warning(
+            "metadata log %s: %s at position %d; %s the rest of the file", path, reason, valid_bytes, action
+        )
+        later = paths[index + 1 :]
+        for other in later:
+            self._logger.warning("metadata log %s: after a bad batch in %s; %s it", other, path.name,
+                                 "ignoring" if self.read_only else "deleting")  # fmt: skip
+        if self.read_only:
+            return
+        with open(path, "r+b") as f:
+            f.truncate(valid_bytes)
+            os.fsync(f.fileno())
+        _delete_segment_files(path, keep_log=True)
+        for other in later:
+            _delete_segment_files(other)
+        fsync_dir(self.directory)
+
+    @property
+    def next_offset(self) -> int:
+        """The offset the next appended record gets (the log end offset)."""
+        return self._next_offset
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset if self._segments else self._next_offset
+
+    @property
+    def durable_offset(self) -> int:
+        """Every offset below this one has been fsynced."""
+        return self._durable_offset
+
+    @property
+    def last_epoch(self) -> int:
+        """Leader epoch of the last batch in the log, -1 when the log is empty."""
+        return self._last_epoch
+
+    @property
+    def bytes_since_snapshot(self) -> int:
+        """Bytes of the batches at or after the newest snapshot's end offset."""
+        return self._bytes_since_snapshot
+
+    def _bytes_from(self, offset: int) -> int:
+        total = 0
+        for segment in self._segments:
+            if segment.next_offset <= offset:
+                continue
+            if segment.base_offset >= offset:
+                total += segment.size
+            else:
+                index = bisect.bisect_left(segment.scan.base_offsets, offset)
+                if index < len(segment.scan.positions):
+                    total += segment.size - segment.scan.positions[index]
+        return total
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise MetadataLogError("the metadata log is closed")
+        if self.read_only:
+            raise MetadataLogError("the metadata log was opened read-only")
+        if self._failed is not None:
+            raise MetadataLogError(f"the metadata log failed earlier: {self._failed!r}") from self._failed
+
+    def append(
+        self,
+        values: Sequence[bytes],
+        *,
+        timestamp_ms: int,
+        leader_epoch: int = 0,
+        control: bool = False,
+        keys: Sequence[bytes | None] | None = None,
+    ) -> tuple[int, int]:
+        """Write ``values`` as one batch; returns ``(base_offset, last_offset)``.
+
+        The batch is handed to the OS, not fsynced: call ``flush`` before telling anyone it is
+        committed. If the write fails the file is cut back and the offsets are not consumed.
+        """
+        self._check_writable()
+        base = self._next_offset
+        data = encode_batch(base, values, timestamp_ms=timestamp_ms, leader_epoch=leader_epoch,
+                            control=control, keys=keys)  # fmt: skip
+        segment = self._segment_for(len(data))
+        assert segment.fd is not None
+        try:
+            _write_all(segment.fd, data)
+        except BaseException:
+            os.ftruncate(segment.fd, segment.size)
+            raise
+        last = base + len(values) - 1
+        with self._lock:
+            scan = segment.scan
+            scan.base_offsets.append(base)
+            scan.positions.append(segment.size)
+            scan.leader_epochs.append(leader_epoch)
+            segment.size += len(data)
+            segment.next_offset = self._next_offset = last + 1
+            self._last_epoch = leader_epoch
+            self._bytes_since_snapshot += len(data)
+        return base, last
+
+    def _segment_for(self, size: int) -> _Segment:
+        active = self._segments[-1] if self._segments else None
+        if active is not None and (active.size == 0 or active.size + size <= self.segment_bytes):
+            if active.fd is None:
+                active.fd = os.open(active.path, os.O_WRONLY | os.O_APPEND)
+            return active
+        path = self.directory / segment_file_name(self._next_offset)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        empty = scan_batches(b"")
+        segment = _Segment(self._next_offset, path, 0, self._next_offset, empty, fd)
+        with self._lock:
+            if active is not None and active.fd is not None:
+                self._retired_fds.append(active.fd)  # fsynced and closed by the next flush
+                active.fd = None
+            self._segments.append(segment)
+            self._dir_dirty = True
+        return segment
+
+    def flush(self) -> None:
+        """Fsync everything appended so far, and the directory if a segment was created.
+
+        Safe to call from a worker thread while the owner thread appends (see module docstring).
+        """
+        with self._flush_lock:
+            with self._lock:
+                if self._failed is not None:
+                    raise MetadataLogError(f"the metadata log failed earlier: {self._failed!r}")
+                target = self._next_offset
+                retired = list(self._retired_fds)
+                active = self._segments[-1].fd if self._segments else None
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+            try:
+                for fd in [*retired, *([active] if active is not None else [])]:
+                    os.fsync(fd)
+                if dir_dirty:
+                    fsync_dir(self.directory)
+            except OSError as exc:
+                # After a failed fsync the page cache may have dropped the data: never retry it
+                # and report success (the "fsyncgate" lesson). The log stays failed.
+                with self._lock:
+                    self._failed = exc
+                raise
+            with self._lock:
+                for fd in retired:
+                    self._retired_fds.remove(fd)
+                    os.close(fd)
+                self._durable_offset = max(self._durable_offset, target)
+
+    def read(self, from_offset: int) -> Iterator[Batch]:
+        """Batches holding offsets >= ``from_offset`` (the first may start before it), in order.
+
+        Raises OffsetOutOfRangeError when ``from_offset`` is below the log start offset.
+        """
+        if from_offset < self.log_start_offset and from_offset < self._next_offset:
+            raise OffsetOutOfRangeError(f"offset {from_offset} is below the log start offset {self.log_start_offset}")
+        with self._lock:
+            # (segment, size, batch count) as of now; appends after this are not read.
+            view = [(s, s.size, len(s.scan.positions)) for s in self._segments if s.next_offset > from_offset]
+        return self._read(view, from_offset)
+
+    def _read(self, view: list[tuple[_Segment, int, int]], from_offset: int) -> Iterator[Batch]:
+        for segment, size, count in view:
+            index = max(bisect.bisect_right(segment.scan.base_offsets, from_offset, 0, count) - 1, 0)
+            start = segment.scan.positions[index] if count else 0
+            buf = _map(segment.path, size)
+            try:
+                for batch in iter_batches(buf, start, size):
+                    if batch.last_offset >= from_offset:
+                        yield batch
+            finally:
+                _unmap(buf)
+
+    def snapshots(self) -> list[SnapshotId]:
+        """Snapshots by file name, newest first. Their content is checked by ``read_snapshot``."""
+        return list_snapshots(self.directory)
+
+    read_snapshot = staticmethod(read_snapshot)
+
+    def write_snapshot(
+        self,
+        end_offset: int,
+        epoch: int,
+        values: Iterable[bytes],
+        *,
+        last_contained_timestamp_ms: int,
+        timestamp_ms: int | None = None,
+    ) -> Path:
+        """Write ``values`` (framed records of an image) as snapshot ``end_offset``-``epoch``.
+
+        Written to ``.checkpoint.part``, fsynced, renamed, and the directory fsynced; then all but
+        the newest ``SNAPSHOTS_TO_KEEP`` snapshots are deleted. ``end_offset`` is exclusive and at
+        most ``next_offset``. Raises FileExistsError if that snapshot exists.
+        """
+        self._check_writable()
+        if not 0 <= end_offset <= self._next_offset:
+            raise MetadataLogError(f"snapshot end offset {end_offset} outside [0, {self._next_offset}]")
+        final = self.directory / snapshot_file_name(end_offset, epoch)
+        if final.exists():
+            raise FileExistsError(final)
+        part = final.with_name(final.name + ".part")
+        now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        try:
+            with open(part, "xb") as out:
+                offset = self._write_control(out, 0, epoch, now, SnapshotHeaderRecord(
+                    version=i16(0), last_contained_log_timestamp=i64(last_contained_timestamp_ms)))  # fmt: skip
+                chunk: list[bytes] = []
+                chunk_bytes = 0
+                for value in values:
+                    chunk.append(value)
+                    chunk_bytes += len(value)
+                    if len(chunk) >= SNAPSHOT_BATCH_RECORDS or chunk_bytes >= SNAPSHOT_BATCH_BYTES:
+                        out.write(encode_batch(offset, chunk, timestamp_ms=now, leader_epoch=epoch))
+                        offset += len(chunk)
+                        chunk, chunk_bytes = [], 0
+                if chunk:
+                    out.write(encode_batch(offset, chunk, timestamp_ms=now, leader_epoch=epoch))
+                    offset += len(chunk)
+                self._write_control(out, offset, epoch, now, SnapshotFooterRecord(version=i16(0)))
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(part, final)
+            fsync_dir(self.directory)
+        except BaseException:
+            part.unlink(missing_ok=True)
+            raise
+        self._prune_snapshots()
+        newest = self.snapshots()[0].end_offset
+        with self._lock:
+            self._bytes_since_snapshot = self._bytes_from(newest)
+        return final
+
+    @staticmethod
+    def _write_control(out: BinaryIO, offset: int, epoch: int, now: int, message: object) -> int:
+        key, value = encode_control_record(message)
+        out.write(encode_batch(offset, [value], keys=[key], timestamp_ms=now, leader_epoch=epoch, control=True))
+        return offset + 1
+
+    def _prune_snapshots(self) -> None:
+        stale = self.snapshots()[SNAPSHOTS_TO_KEEP:]
+        for snapshot in stale:
+            self._logger.info("deleting old snapshot %s", snapshot.path.name)
+            snapshot.path.unlink(missing_ok=True)
+        if stale:
+            fsync_dir(self.directory)
+
+    def delete_segments_before(self, offset: int) -> int:
+        """Delete the segments holding only offsets below ``offset`` and below the newest
+        snapshot's end offset. The active segment is kept. Returns how many were deleted."""
+        self._check_writable()
+        snapshots = self.snapshots()
+        if not snapshots:
+            return 0
+        limit = min(offset, snapshots[0].end_offset)
+        with self._lock:
+            doomed = []
+            for segment in self._segments[:-1]:
+                if segment.next_offset > limit:
+                    break
+                doomed.append(segment)
+            del self._segments[: len(doomed)]
+        for segment in doomed:
+            self._logger.info("deleting metadata log segment %s (below snapshot)", segment.path.name)
+            _delete_segment_files(segment.path)
+        if doomed:
+            fsync_dir(self.directory)
+        return len(doomed)
+
+    def close(self) -> None:
+        """Flush (unless read-only or failed) and release file descriptors. Idempotent."""
+        if self._closed:
+            return
+        try:
+            if not self.read_only and self._failed is None:
+                self.flush()
+        finally:
+            with self._flush_lock, self._lock:
+                for fd in self._retired_fds:
+                    os.close(fd)
+                self._retired_fds.clear()
+                for segment in self._segments:
+                    if segment.fd is not None:
+                        os.close(segment.fd)
+                        segment.fd = None
+                self._closed = True
+
+    def __enter__(self) -> MetadataLog:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,87 @@
+"""Records as Kafka's JSON converters print them (``kafka-dump-log --cluster-metadata-decoder``).
+
+Facts taken from Kafka's ``JsonConverterGenerator`` and ``DumpLogSegments``: field names are the
+schema names with the first letter lower-cased (``TopicId`` -> ``topicId``); a tagged field is
+printed only when it differs from its default; uuids print as Kafka's ``Uuid.toString`` (URL-safe
+base64 without padding, 22 characters); bytes as standard base64; a metadata record prints as
+``{"type": <MetadataRecordType name>, "version": v, "data": {...}}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import fields, is_dataclass
+from types import NoneType, UnionType
+from typing import Any, Union, get_args, get_origin
+
+from ..redact import redact_record_json
+from ._codec import MetadataRecordType, field_default
+
+ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    """Kafka's text form of a uuid; kio's None (the all-zero uuid) prints as Kafka's zero uuid."""
+    if value is None:
+        return ZERO_UUID_TEXT
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def parse_kafka_uuid(text: str) -> uuid.UUID:
+    """Inverse of ``kafka_uuid``. Raises ValueError for anything that is not 22 base64url chars."""
+    if len(text) != 22:
+        raise ValueError(f"not a Kafka uuid: {text!r}")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a Kafka uuid: {text!r}") from exc
+    if len(raw) != 16:
+        raise ValueError(f"not a Kafka uuid: {text!r}")
+    return uuid.UUID(bytes=raw)
+
+
+def camel_case(name: str) -> str:
+    """kio's snake_case field name back to Kafka's JSON name: ``topic_id`` -> ``topicId``."""
+    head, *rest = name.rstrip("_").split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _is_array(tp: Any) -> bool:
+    if get_origin(tp) in (UnionType, Union):
+        tp = next(a for a in get_args(tp) if a is not NoneType)
+    return get_origin(tp) is tuple
+
+
+def _value(value: Any, kafka_type: str | None, array: bool) -> Any:
+    if array:
+        return None if value is None else [_value(item, kafka_type, False) for item in value]
+    if kafka_type == "uuid":
+        return kafka_uuid(value)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if is_dataclass(value):
+        return entity_json(value)
+    raise TypeError(f"cannot render {type(value).__name__} as Kafka JSON")
+
+
+def entity_json(entity: Any) -> dict[str, Any]:
+    """One kio entity (record, nested struct or control message) as Kafka's JSON object."""
+    out: dict[str, Any] = {}
+    for f in fields(entity):
+        value = getattr(entity, f.name)
+        if "tag" in f.metadata and value == field_default(f):
+            continue
+        out[camel_case(f.name)] = _value(value, f.metadata.get("kafka_type"), _is_array(f.type))
+    return out
+
+
+def record_json(record: Any, *, redact: bool = True) -> dict[str, Any]:
+    """``{"type", "version", "data"}`` for a metadata record; secrets hidden unless ``redact=False``."""
+    api_key = int(record.__api_key__)
+    data = entity_json(record)
+    if redact:
+        data = redact_record_json(api_key, data)
+    return {"type": MetadataRecordType(api_key).name, "version": int(record.__version__), "data": data}

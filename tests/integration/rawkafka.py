@@ -1,0 +1,270 @@
+"""A raw Kafka wire client for tests: frames over a plain socket, requests encoded with kio.
+
+Deliberately independent of ``ksteward``'s own codec, so a bug there cannot hide itself by being on
+both ends of the wire. Only kio (the codec the server uses too, but driven from its public
+``load_request_schema`` / ``entity_writer`` / ``entity_reader``) and the standard library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import socket
+import struct
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+_SIZE = struct.Struct(">i")
+CLIENT_ID = "ksteward-raw-test"
+
+API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
+DESCRIBE_CLUSTER, DESCRIBE_SCRAM, ALTER_SCRAM = 60, 50, 51
+
+
+class ConnectionClosed(Exception):
+    """The peer closed the connection (EOF or reset) while we expected bytes."""
+
+
+# --- building kio entities from plain values ---------------------------------------------------
+
+
+def _entity_class(annotation: Any) -> type | None:
+    """The kio entity class inside ``X``, ``tuple[X, ...]`` or ``... | None``, if any."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _entity_class(arg)
+            if found is not None:
+                return found
+        return None
+    if origin is tuple:
+        return _entity_class(typing.get_args(annotation)[0])
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        return annotation
+    return None
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def build(cls: type, values: Mapping[str, Any]) -> Any:
+    """Construct kio entity ``cls`` from ``values``; nested entities may be given as dicts."""
+    hints = _hints(cls)
+    kwargs: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in values:
+            continue  # let the dataclass default apply, or fail loudly if there is none
+        value = values[f.name]
+        nested = _entity_class(hints[f.name])
+        if nested is not None and value is not None:
+            if isinstance(value, list | tuple):
+                value = tuple(build(nested, v) if isinstance(v, Mapping) else v for v in value)
+            elif isinstance(value, Mapping):
+                value = build(nested, value)
+        elif isinstance(value, list):
+            value = tuple(value)
+        kwargs[f.name] = value
+    unknown = set(values) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise TypeError(f"{cls.__qualname__} has no fields {sorted(unknown)}")
+    return cls(**kwargs)
+
+
+# --- encoding and decoding ------------------------------------------------------------------------
+
+
+def frame(payload: bytes) -> bytes:
+    return _SIZE.pack(len(payload)) + payload
+
+
+def _write(entity: Any) -> bytes:
+    out = io.BytesIO()
+    entity_writer(type(entity))(out, entity)
+    return out.getvalue()
+
+
+def encode_request_parts(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    body: Mapping[str, Any] | None = None,
+    client_id: str | None = CLIENT_ID,
+) -> tuple[bytes, bytes]:
+    """(header bytes, body bytes) of one request, no length prefix."""
+    cls = load_request_schema(api_key, api_version)
+    header_cls = cls.__header_schema__
+    header = header_cls(
+        request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+    )
+    return _write(header), _write(build(cls, body or {}))
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    body: Mapping[str, Any] | None = None,
+    client_id: str | None = CLIENT_ID,
+) -> bytes:
+    """Header plus body of one request (the frame payload, no length prefix)."""
+    header, payload = encode_request_parts(api_key, api_version, correlation_id, body, client_id)
+    return header + payload
+
+
+def api_versions_body(api_version: int) -> dict[str, str]:
+    if api_version >= 3:
+        return {"client_software_name": "ksteward-tests", "client_software_version": "1.0"}
+    return {}
+
+
+def metadata_body(api_version: int, topics: list[str] | None = None) -> dict[str, Any]:
+    """A Metadata request body for ``api_version``: ``topics=None`` asks for all topics, ``[]`` for none."""
+    body: dict[str, Any] = {"topics": None if topics is None else [{"name": t} for t in topics]}
+    if api_version >= 4:
+        body["allow_auto_topic_creation"] = False
+    if api_version >= 8:
+        body["include_topic_authorized_operations"] = False
+    if 8 <= api_version <= 10:
+        body["include_cluster_authorized_operations"] = False
+    return body
+
+
+def api_versions_v5_payload(correlation_id: int) -> bytes:
+    """An ApiVersions v5 request (newer than any server knows), encoded as v4 with the version patched.
+
+    Any future ApiVersions version keeps header v2 and at least v4's body, so this is what a newer
+    client would send.
+    """
+    payload = bytearray(encode_request(API_VERSIONS, 4, correlation_id, api_versions_body(4)))
+    struct.pack_into(">h", payload, 2, 5)
+    return bytes(payload)
+
+
+@dataclasses.dataclass(frozen=True)
+class Response:
+    correlation_id: int
+    body: Any
+    raw: bytes  # the whole frame payload (header and body)
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes) -> Response:
+    """Decode one response frame payload (no length prefix); it must be consumed exactly."""
+    cls = load_response_schema(api_key, api_version)
+    header, hsize = entity_reader(cls.__header_schema__)(payload, 0)
+    body, bsize = entity_reader(cls)(payload, hsize)
+    if hsize + bsize != len(payload):
+        raise AssertionError(
+            f"response to api {api_key} v{api_version}: {len(payload) - hsize - bsize} bytes left over after decoding"
+        )
+    return Response(correlation_id=int(header.correlation_id), body=body, raw=payload)
+
+
+# --- the socket -----------------------------------------------------------------------------------
+
+
+class RawConnection:
+    """One TCP connection speaking length-prefixed frames, with a timeout on every read."""
+
+    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.timeout = timeout
+        self._next_correlation_id = 1
+
+    def __enter__(self) -> RawConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def next_correlation_id(self) -> int:
+        cid = self._next_correlation_id
+        self._next_correlation_id += 1
+        return cid
+
+    # bytes
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send_frame(self, payload: bytes) -> None:
+        self.sock.sendall(frame(payload))
+
+    def _read_exactly(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            try:
+                chunk = self.sock.recv(n - len(buf))
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionClosed(f"connection reset after {len(buf)} of {n} bytes") from exc
+            if not chunk:
+                raise ConnectionClosed(f"connection closed after {len(buf)} of {n} bytes")
+            buf += chunk
+        return bytes(buf)
+
+    def read_frame(self) -> bytes:
+        """One response frame's payload. Raises ConnectionClosed on EOF, socket.timeout on timeout."""
+        (size,) = _SIZE.unpack(self._read_exactly(4))
+        if size < 0:
+            raise AssertionError(f"negative frame size {size} from the server")
+        return self._read_exactly(size)
+
+    def read_until_closed(self) -> bytes | None:
+        """Everything the server sends until it closes the connection (EOF or reset).
+
+        None if the connection is still open when the read timeout expires.
+        """
+        received = bytearray()
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return bytes(received)
+                received += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            return bytes(received)
+        except TimeoutError:
+            return None
+
+    # requests
+    def send_request(
+        self, api_key: int, api_version: int, body: Mapping[str, Any] | None = None, correlation_id: int | None = None
+    ) -> int:
+        cid = self.next_correlation_id() if correlation_id is None else correlation_id
+        self.send_frame(encode_request(api_key, api_version, cid, body))
+        return cid
+
+    def request(self, api_key: int, api_version: int, body: Mapping[str, Any] | None = None) -> Response:
+        """Send one request and read its response, checking the correlation id."""
+        cid = self.send_request(api_key, api_version, body)
+        response = decode_response(api_key, api_version, self.read_frame())
+        if response.correlation_id != cid:
+            raise AssertionError(f"sent correlation id {cid}, got {response.correlation_id}")
+        return response
+
+    def api_versions(self, api_version: int = 3) -> Response:
+        return self.request(API_VERSIONS, api_version, api_versions_body(api_version))
+
+    def sasl_plain(
+        self, username: str, password: str, *, handshake_version: int = 1, authenticate_version: int = 2
+    ) -> Response:
+        """SaslHandshake(PLAIN) then SaslAuthenticate; returns the SaslAuthenticate response."""
+        handshake = self.request(SASL_HANDSHAKE, handshake_version, {"mechanism": "PLAIN"})
+        if int(handshake.body.error_code) != 0:
+            raise AssertionError(f"SaslHandshake(PLAIN) failed: {handshake.body}")
+        token = b"\0" + username.encode() + b"\0" + password.encode()
+        return self.request(SASL_AUTHENTICATE, authenticate_version, {"auth_bytes": token})
+
+
+def connect(address: tuple[str, int], timeout: float = 10.0) -> RawConnection:
+    return RawConnection(address[0], address[1], timeout=timeout)
