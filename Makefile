@@ -35,9 +35,11 @@ run: $(STAMP)
 test: dev
 	$(PY) -m pytest -q
 
+LINT_DIRS := $(wildcard src tests bench)
+
 lint: dev
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check $(LINT_DIRS)
+	$(VENV)/bin/ruff format --check $(LINT_DIRS)
 
 typecheck: dev
 	$(VENV)/bin/mypy
