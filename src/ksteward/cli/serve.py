@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> int:
         server = Server(config)
+        server.install_signal_handlers()  # before anyone can see the ready line and signal us
         try:
             await server.start()
         except StartupError as exc:
