@@ -27,6 +27,11 @@ const ACTIONS = {
   },
   listTopics: admin => admin.listTopics(),
   fetchTopicMetadata: (admin, args) => admin.fetchTopicMetadata({ topics: (args && args.topics) || [] }),
+  // ACLs: args are kafkajs's own shapes, with numeric codes (resourceType 2 = TOPIC, 4 = CLUSTER,
+  // resourcePatternType 3 = LITERAL, operation 8 = DESCRIBE, permissionType 3 = ALLOW, ...).
+  createAcls: (admin, args) => admin.createAcls({ acl: args.acl }),
+  describeAcls: (admin, args) => admin.describeAcls(args),
+  deleteAcls: (admin, args) => admin.deleteAcls({ filters: args.filters }),
 }
 
 function readJob () {

@@ -11,6 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.authorizer.enums import AclOperation, ResourceType
+from ksteward.broker.authz import CLUSTER_NAME, authorize, authorized_operations
 from ksteward.broker.context import Node, RequestContext
 from ksteward.metadata.image import MetadataImage
 from ksteward.protocol.build import build
@@ -44,7 +46,11 @@ def _brokers(image: MetadataImage, listener: str, include_fenced: bool = False) 
     return brokers
 
 
-def _topic_entry(image: MetadataImage, name: str, include_ops: bool) -> dict[str, Any]:
+def _denied_topic(name: str) -> dict[str, Any]:
+    return {"error_code": ErrorCode.topic_authorization_failed, "name": name, "topic_id": ZERO_UUID, "partitions": []}
+
+
+def _topic_entry(node: Node, ctx: RequestContext, image: MetadataImage, name: str, include_ops: bool) -> dict[str, Any]:
     topic = image.topics.by_name.get(name)
     if topic is None:
         return {
@@ -71,8 +77,19 @@ def _topic_entry(image: MetadataImage, name: str, include_ops: bool) -> dict[str
         "topic_id": topic.id,
         "is_internal": topic.name in INTERNAL_TOPICS,
         "partitions": partitions,
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "topic_authorized_operations": authorized_operations(node, ctx, ResourceType.TOPIC, topic.name)
+        if include_ops
+        else AUTHORIZED_OPERATIONS_OMITTED,
     }
+
+
+def cluster_authorized_operations(node: Node, ctx: RequestContext, requested: bool) -> int:
+    """Kafka fills the cluster bitfield only when asked, and only for callers that may DESCRIBE it."""
+    if not requested:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    if not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return authorized_operations(node, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
@@ -84,7 +101,12 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
         requested = None  # v0: an empty list means every topic
     topics: list[dict[str, Any]] = []
     if requested is None:
-        topics = [_topic_entry(image, name, include_ops) for name in sorted(image.topics.by_name)]
+        # Listing every topic shows only those the caller may describe, and logs no denials.
+        topics = [
+            _topic_entry(node, ctx, image, name, include_ops)
+            for name in sorted(image.topics.by_name)
+            if authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False)
+        ]
     else:
         for t in requested:
             name = getattr(t, "name", None)
@@ -102,14 +124,19 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
                     {"error_code": ErrorCode.invalid_request, "name": None, "topic_id": ZERO_UUID, "partitions": []}
                 )
                 continue
-            topics.append(_topic_entry(image, name, include_ops))
+            if not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                topics.append(_denied_topic(name))
+                continue
+            topics.append(_topic_entry(node, ctx, image, name, include_ops))
     values = {
         "error_code": ErrorCode.none,  # v13+ (KIP-1102): a top-level error for rebootstrapping clients
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": node.cluster_id,
         "controller_id": node.config.node_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_authorized_operations(
+            node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
+        ),
     }
     return build(response_class(METADATA_KEY, version), values)
 
@@ -124,7 +151,9 @@ async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any)
         "cluster_id": node.cluster_id,
         "controller_id": node.config.node_id,
         "brokers": [],
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        "cluster_authorized_operations": cluster_authorized_operations(
+            node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
+        ),
     }
     if endpoint_type != 1:
         values["error_code"] = ErrorCode.unsupported_endpoint_type

@@ -10,7 +10,10 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ksteward.authorizer import StandardAuthorizer
+from ksteward.authorizer.audit import AuditLogWriter
 from ksteward.configs.server_config import ServerConfig
+from ksteward.controller.quorum import Controller
 from ksteward.metadata.image import MetadataImage
 
 
@@ -24,15 +27,7 @@ class RequestContext:
     api_key: int
     api_version: int
     api_table: ApiTable
-
-
-class MetadataWriter(Protocol):
-    """The controller's single writer: appends one batch and resolves once it is durable."""
-
-    @property
-    def latest(self) -> MetadataImage: ...
-
-    def append(self, records: list[Any]) -> Awaitable[int]: ...
+    correlation_id: int = 0
 
 
 class Node(Protocol):
@@ -50,7 +45,15 @@ class Node(Protocol):
         ...
 
     @property
-    def writer(self) -> MetadataWriter: ...
+    def controller(self) -> Controller: ...
+
+    @property
+    def authorizer(self) -> StandardAuthorizer | None:
+        """None when ``authorizer.class.name`` is empty: every request is allowed."""
+        ...
+
+    @property
+    def audit(self) -> AuditLogWriter | None: ...
 
 
 Handler = Callable[[Node, RequestContext, Any], Awaitable[Any]]

@@ -11,8 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.broker.authz import CLUSTER_NAME, authorize
 from ksteward.broker.context import Node, RequestContext
-from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
@@ -22,6 +22,9 @@ ALTER_KEY = 51
 
 
 async def handle_describe_user_scram_credentials(node: Node, ctx: RequestContext, request: Any) -> Any:
+    cls = response_class(DESCRIBE_KEY, ctx.api_version)
+    if not authorize(node, ctx, "DESCRIBE", "CLUSTER", CLUSTER_NAME):
+        return build(cls, {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "results": []})
     image = node.image
     by_user: dict[str, list[dict[str, int]]] = {}
     for (mechanism, user), record in sorted(image.scram.items(), key=lambda kv: (kv[0][1], kv[0][0])):
@@ -56,8 +59,12 @@ async def handle_describe_user_scram_credentials(node: Node, ctx: RequestContext
 
 
 async def handle_alter_user_scram_credentials(node: Node, ctx: RequestContext, request: Any) -> Any:
-    writer = node.writer
-    result = alter_user_scram_credentials(writer.latest, request)
-    if result.records:
-        await writer.append(result.records)
-    return build(response_class(ALTER_KEY, ctx.api_version), result.response)
+    cls = response_class(ALTER_KEY, ctx.api_version)
+    if not authorize(node, ctx, "ALTER", "CLUSTER", CLUSTER_NAME):
+        users = [*(d.name for d in request.deletions), *(u.name for u in request.upsertions)]
+        results = [
+            {"user": u, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+            for u in dict.fromkeys(users)
+        ]
+        return build(cls, {"results": results})
+    return build(cls, await node.controller.alter_user_scram_credentials(request))

@@ -73,6 +73,9 @@ class ServerConfig:
     snapshot_bytes: int
     segment_bytes: int
     failed_authentication_delay_ms: int
+    audit_log_max_bytes: int
+    audit_log_allowed: bool
+    audit_log_denied: bool
     static: Mapping[str, str] = field(repr=False)
 
     @property
@@ -263,5 +266,8 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         # KIP-306: hold a failed login's connection open this long, so the client reads the error
         # before the close (and password guessing slows down).
         failed_authentication_delay_ms=_int(props, "connection.failed.authentication.delay.ms", 100, minimum=0),
+        audit_log_max_bytes=_int(props, "audit.log.max.bytes", 100 * 1024 * 1024, minimum=1024),
+        audit_log_allowed=_bool(props, "audit.log.allowed", True),
+        audit_log_denied=_bool(props, "audit.log.denied", True),
         static=MappingProxyType(dict(props)),
     )

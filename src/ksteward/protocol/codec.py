@@ -48,6 +48,13 @@ class UnsupportedApiVersionsRequest:
     client_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class PreEncoded:
+    """A complete response frame a handler encoded itself (see ``fast_describe_acls``)."""
+
+    frame: bytes
+
+
 def peek_header(payload: bytes) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id): the fixed start of every request header."""
     if len(payload) < _PEEK.size:

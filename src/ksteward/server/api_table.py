@@ -6,6 +6,7 @@ Versions are the ranges kio 0.6.5 (Kafka 4.3 schemas) knows for each API.
 
 from __future__ import annotations
 
+from ksteward.broker.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.context import ApiSpec, ApiTable
@@ -18,6 +19,9 @@ _COMMON = [
     ApiSpec(60, 0, 2, handle_describe_cluster),
     ApiSpec(50, 0, 0, handle_describe_user_scram_credentials),
     ApiSpec(51, 0, 0, handle_alter_user_scram_credentials),
+    ApiSpec(29, 1, 3, handle_describe_acls),
+    ApiSpec(30, 1, 3, handle_create_acls),
+    ApiSpec(31, 1, 3, handle_delete_acls),
 ]
 
 

@@ -19,13 +19,24 @@ from pathlib import Path
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
-from ksteward.broker.context import ApiTable, MetadataWriter
+from ksteward.authorizer import StandardAuthorizer
+from ksteward.authorizer.audit import AuditLogWriter
+from ksteward.broker.context import ApiTable
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
+from ksteward.controller.acls import binding_of
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
+from ksteward.controller.quorum import Controller
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
-from ksteward.metadata.records import BrokerEndpoint, BrokerFeature, FeatureLevelRecord, RegisterBrokerRecord
+from ksteward.metadata.records import (
+    AccessControlEntryRecord,
+    BrokerEndpoint,
+    BrokerFeature,
+    FeatureLevelRecord,
+    RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
+)
 from ksteward.protocol.sasl import (
     ScramCredential,
     ScramMechanism,
@@ -66,6 +77,9 @@ class Server:
         self._connections: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
         self._decoy_secret = b""
+        self._controller: Controller | None = None
+        self._authorizer: StandardAuthorizer | None = None
+        self._audit: AuditLogWriter | None = None
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -83,9 +97,17 @@ class Server:
         return self._committer.published
 
     @property
-    def writer(self) -> MetadataWriter:
-        assert self._committer is not None
-        return self._committer
+    def controller(self) -> Controller:
+        assert self._controller is not None
+        return self._controller
+
+    @property
+    def authorizer(self) -> StandardAuthorizer | None:
+        return self._authorizer
+
+    @property
+    def audit(self) -> AuditLogWriter | None:
+        return self._audit
 
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
@@ -101,13 +123,16 @@ class Server:
             image, metadata_log = await asyncio.to_thread(load, cfg.metadata_log_dir, log)
         except OSError as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+        self._start_authorizer(image)
         self._committer = GroupCommitter(
             metadata_log,
             image,
             snapshot_bytes=cfg.snapshot_bytes,
             group_commit=cfg.static.get(GROUP_COMMIT_KEY, "true").strip().lower() != "false",
+            on_publish=self._on_publish,
         )
         self._metadata_log = metadata_log
+        self._controller = Controller(self._committer)
         self._committer.start()
         await self._bootstrap()
         runtimes = self._listener_runtimes()
@@ -115,6 +140,45 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+
+    def _start_authorizer(self, image: MetadataImage) -> None:
+        """Build the authorizer from the loaded image: a snapshot load, which completes the initial load."""
+        cfg = self._config
+        if not cfg.authorizer_class_name:
+            return
+        try:
+            self._authorizer = StandardAuthorizer(
+                {
+                    "super.users": cfg.static.get("super.users", ""),
+                    "allow.everyone.if.no.acl.found": cfg.static.get("allow.everyone.if.no.acl.found", "false"),
+                }
+            )
+        except ValueError as exc:
+            raise StartupError(f"authorizer: {exc}") from None
+        self._authorizer.load_snapshot([(i, binding_of(r)) for i, r in image.acls.items()], offset=image.offset)
+        audit_dir = cfg.static.get("audit.log.dir", "").strip()
+        if audit_dir:
+            try:
+                self._audit = AuditLogWriter(
+                    Path(audit_dir),
+                    max_bytes=cfg.audit_log_max_bytes,
+                    allowed=cfg.audit_log_allowed,
+                    denied=cfg.audit_log_denied,
+                    cluster_id=self._cluster_id,
+                )
+            except OSError as exc:
+                raise StartupError(f"audit.log.dir {audit_dir}: {exc.strerror or exc}") from None
+
+    def _on_publish(self, image: MetadataImage, records: list[object]) -> None:
+        """Apply a durable batch's ACL changes to the authorizer, in log order, one by one."""
+        auth = self._authorizer
+        if auth is None:
+            return
+        for record in records:
+            if isinstance(record, AccessControlEntryRecord):
+                auth.add_acl(record.id, binding_of(record), offset=image.offset)
+            elif isinstance(record, RemoveAccessControlEntryRecord):
+                auth.remove_acl(record.id, offset=image.offset)
 
     async def _bootstrap(self) -> None:
         """First start: finalize metadata.version. Every start: register this broker if needed."""
@@ -226,6 +290,8 @@ class Server:
             self._connections.add(task)
             try:
                 await Connection(self, runtime, reader, writer).serve()
+            except asyncio.CancelledError:
+                writer.close()  # shutdown cancels open connections; that is not an error
             finally:
                 self._connections.discard(task)
 
@@ -247,10 +313,13 @@ class Server:
     def request_stop(self) -> None:
         self._stopping.set()
 
-    async def serve_until_stopped(self) -> None:
+    def install_signal_handlers(self) -> None:
+        """SIGTERM and SIGINT stop the server cleanly (call before announcing readiness)."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.request_stop)
+
+    async def serve_until_stopped(self) -> None:
         await self._stopping.wait()
         log.info("shutting down")
         await self.stop()
@@ -264,6 +333,8 @@ class Server:
         if self._committer is not None:
             await self._committer.close(snapshot=True)
             await asyncio.to_thread(self._metadata_log.close)
+        if self._audit is not None:
+            self._audit.close()
         log.info("stopped")
 
 

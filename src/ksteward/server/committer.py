@@ -35,7 +35,7 @@ class GroupCommitter:
         *,
         snapshot_bytes: int,
         group_commit: bool = True,
-        on_publish: Callable[[MetadataImage], None] | None = None,
+        on_publish: Callable[[MetadataImage, list[Any]], None] | None = None,
     ) -> None:
         self._log = metadata_log
         self._latest = image
@@ -43,7 +43,7 @@ class GroupCommitter:
         self._snapshot_bytes = snapshot_bytes
         self._group_commit = group_commit
         self._on_publish = on_publish
-        self._pending: deque[tuple[int, MetadataImage, asyncio.Future[int]]] = deque()
+        self._pending: deque[tuple[int, MetadataImage, list[Any], asyncio.Future[int]]] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._snapshot_task: asyncio.Task[None] | None = None
@@ -80,13 +80,11 @@ class GroupCommitter:
             # line, before the next one can be written.
             self._log.flush()
             self.fsyncs += 1
-            self._published = self._latest
+            self._publish(self._latest, records)
             future.set_result(last_offset)
-            if self._on_publish is not None:
-                self._on_publish(self._published)
             self._maybe_snapshot()
             return future
-        self._pending.append((last_offset, self._latest, future))
+        self._pending.append((last_offset, self._latest, records, future))
         self._wakeup.set()
         return future
 
@@ -103,19 +101,23 @@ class GroupCommitter:
                 log.critical("metadata log fsync failed; refusing further writes: %s", exc)
                 self._failure = exc
                 while self._pending:
-                    _, _, fut = self._pending.popleft()
+                    _, _, _, fut = self._pending.popleft()
                     if not fut.done():
                         fut.set_exception(RuntimeError("metadata log fsync failed"))
                 return
             self.fsyncs += 1
             while self._pending and self._pending[0][0] <= target:
-                offset, image, fut = self._pending.popleft()
-                self._published = image
+                offset, image, records, fut = self._pending.popleft()
+                self._publish(image, records)
                 if not fut.done():
                     fut.set_result(offset)
-            if self._on_publish is not None:
-                self._on_publish(self._published)
             self._maybe_snapshot()
+
+    def _publish(self, image: MetadataImage, records: list[Any]) -> None:
+        """Make one durable batch visible: readers switch to its image, publishers see its records."""
+        self._published = image
+        if self._on_publish is not None:
+            self._on_publish(image, records)
 
     def _maybe_snapshot(self) -> None:
         if self._snapshot_task is not None and not self._snapshot_task.done():
@@ -145,7 +147,7 @@ class GroupCommitter:
     async def close(self, *, snapshot: bool) -> None:
         """Drain pending writes, stop the flusher, and on a clean stop write a final snapshot."""
         if self._pending and self._failure is None:
-            await asyncio.gather(*(fut for _, _, fut in list(self._pending)), return_exceptions=True)
+            await asyncio.gather(*(fut for *_, fut in list(self._pending)), return_exceptions=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -19,6 +19,7 @@ from ksteward.broker.api_versions import unsupported_version_response
 from ksteward.broker.context import ApiTable, Node, RequestContext
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import (
+    PreEncoded,
     Request,
     UnsupportedApiVersionsRequest,
     decode_request,
@@ -151,8 +152,11 @@ class Connection:
             api_key=key,
             api_version=request.api_version,
             api_table=self.listener.table,
+            correlation_id=request.correlation_id,
         )
         response = await spec.handler(self.node, ctx, request.body)
+        if isinstance(response, PreEncoded):
+            return response.frame
         return encode_response(key, request.api_version, request.correlation_id, response)
 
     def _respond(self, request: Request, values: dict[str, Any]) -> bytes:

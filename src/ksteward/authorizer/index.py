@@ -1,0 +1,384 @@
+"""The ACL index behind ``authorize`` (§2.3-2.4, §6.1) and its publication rule.
+
+Layout, per resource type (a :class:`_Section`)::
+
+    literal   : {name: bucket}        LITERAL ACLs except the wildcard
+    wildcard  : bucket | None         LITERAL ``*``
+    prefixed  : _PrefixTable          PREFIXED ACLs: {name: bucket} plus the sorted tuple of name lengths
+    unknown   : _PrefixTable          UNKNOWN pattern type (Kafka's scan treats any non-LITERAL as a prefix)
+
+A lookup for name R reads ``literal[R]``, then ``prefixed[R[:L]]`` for each stored prefix length
+``L <= len(R)``, then the wildcard: O(#prefix lengths) dict probes, independent of the ACL count.
+
+A *bucket* holds every ACL on one (type, pattern, name), pre-grouped by who and where it applies::
+
+    bucket = {principal: cell,               # ACLs with host "*"
+              (principal, host): cell,       # host-specific ACLs
+              None: number of (principal, host) keys}   # present only if there are host-specific ACLs
+
+and a *cell* is one int: bit ``op`` for ALLOW, bit ``16 + op`` for DENY and bit ``32 + op`` for an UNKNOWN
+permission (which Kafka's ``findResult`` treats as a deny). Deciding an action against a bucket is two to
+four dict probes (the caller and ``User:*``, host ``*`` and the client host) and two mask tests:
+``cell & GRANT[op]`` (the ALLOW implication table of §1.3, precomputed) and ``cell & DENY_TEST[op]``
+(the operation itself or ALL, no implication). An ACL whose principal has no colon is filed under a key no
+lookup builds, so it never applies but still makes its resource "have ACLs" (§2.6, not copying Kafka's throw).
+
+Publication (§4.4). Kafka publishes a new persistent snapshot per change; a Python dict cannot be copied in
+O(1), so this index is changed in place and guarded by a sequence counter (a seqlock): a writer makes
+``version`` odd, changes, makes it even again. A reader records ``version`` before reading and retries if it
+was odd or has changed when it is done, so every answer it returns was computed from one complete state,
+and states are seen in the order they were applied. A read that keeps colliding with changes falls back to
+the writers' lock after a few tries, so a long read cannot starve during a burst of changes.
+``load_snapshot`` builds a whole new index aside and swaps one reference; writers are serialised by the
+authorizer's lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from .binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
+from .by_type import ByTypeIndex
+from .enums import AclOperation, AclPermissionType, PatternType
+
+__all__ = ["ALLOWED_BY_ACL", "DENIED_BY_ACL", "DENY_TEST", "GRANT", "NO_ACLS", "NO_MATCH", "AclIndex"]
+
+Bucket = dict[Any, int]
+
+# Outcomes of one evaluation.
+DENIED_BY_ACL = 0
+ALLOWED_BY_ACL = 1
+NO_MATCH = 2  # the resource has ACLs, none applies: DENIED whatever allow.everyone says
+NO_ACLS = 3  # no ACL pattern matches the resource: the allow-everyone default decides
+
+_SHIFT = {AclPermissionType.ALLOW: 0, AclPermissionType.DENY: 16, AclPermissionType.UNKNOWN: 32}
+_PERMISSION_AT = (AclPermissionType.ALLOW, AclPermissionType.DENY, AclPermissionType.UNKNOWN)  # by shift // 16
+_OPS = tuple(AclOperation)
+_ALL_BIT = 1 << AclOperation.ALL
+_IMPLIES_DESCRIBE = (
+    AclOperation.DESCRIBE,
+    AclOperation.READ,
+    AclOperation.WRITE,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+)
+_IMPLIES_DESCRIBE_CONFIGS = (AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)
+
+
+def _grant(op: AclOperation) -> int:
+    implied: tuple[AclOperation, ...]
+    if op is AclOperation.DESCRIBE:
+        implied = _IMPLIES_DESCRIBE
+    elif op is AclOperation.DESCRIBE_CONFIGS:
+        implied = _IMPLIES_DESCRIBE_CONFIGS
+    else:
+        implied = (op,)
+    mask = _ALL_BIT
+    for o in implied:
+        mask |= 1 << o
+    return mask
+
+
+GRANT: tuple[int, ...] = tuple(_grant(op) for op in _OPS)
+"""Per requested operation code: the ALLOW bits (cell bits 0-15) that grant it (§1.3)."""
+DENY_TEST: tuple[int, ...] = tuple((((1 << op) | _ALL_BIT) << 16) | (((1 << op) | _ALL_BIT) << 32) for op in _OPS)
+"""Per requested operation code: the DENY and UNKNOWN-permission bits that deny it (its own bit or ALL)."""
+_DENY_BITS = 0xFFFF << 16 | 0xFFFF << 32
+
+
+def _key(principal: str, host: str) -> Hashable:
+    if ":" not in principal:
+        return ("", principal, host)  # never built by a lookup: such an ACL never applies
+    return principal if host == WILDCARD_HOST else (principal, host)
+
+
+def _lookup_key(
+    resource_type: int, name: str, pattern: int, principal: str, host: str, op: int, permission: int
+) -> AclBinding:
+    """A stand-in for the stored binding with these fields, to look its id up in ``by_binding``.
+
+    Built without parsing: IntEnum members hash and compare as their ints, so plain codes find the member."""
+    key = object.__new__(AclBinding)
+    setter = object.__setattr__
+    setter(key, "resource_type", resource_type)
+    setter(key, "resource_name", name)
+    setter(key, "pattern_type", pattern)
+    setter(key, "principal", principal)
+    setter(key, "host", host)
+    setter(key, "operation", op)
+    setter(key, "permission_type", permission)
+    return key
+
+
+def cell_mask(bucket: Bucket, principal: str, host: str) -> int:
+    """The union of the cells of ``bucket`` that apply to ``principal`` from ``host``."""
+    get = bucket.get
+    mask = get(principal, 0) | get(WILDCARD_PRINCIPAL, 0)
+    if None in bucket:
+        mask |= get((principal, host), 0) | get((WILDCARD_PRINCIPAL, host), 0)
+    return mask
+
+
+class _PrefixTable:
+    __slots__ = ("buckets", "counts", "lengths")
+
+    def __init__(self) -> None:
+        self.buckets: dict[str, Bucket] = {}
+        self.counts: dict[int, int] = {}
+        self.lengths: tuple[int, ...] = ()  # replaced whole, never mutated: readers may iterate it
+
+    def bucket_for_insert(self, name: str) -> Bucket:
+        bucket = self.buckets.get(name)
+        if bucket is None:
+            bucket = self.buckets[name] = {}
+            n = len(name)
+            count = self.counts.get(n, 0)
+            self.counts[n] = count + 1
+            if not count:
+                self.lengths = tuple(sorted(self.counts))
+        return bucket
+
+    def drop(self, name: str) -> None:
+        del self.buckets[name]
+        n = len(name)
+        count = self.counts[n] - 1
+        if count:
+            self.counts[n] = count
+        else:
+            del self.counts[n]
+            self.lengths = tuple(sorted(self.counts))
+
+
+class _Section:
+    __slots__ = ("literal", "prefixed", "unknown", "wildcard")
+
+    def __init__(self) -> None:
+        self.literal: dict[str, Bucket] = {}
+        self.wildcard: Bucket | None = None
+        self.prefixed = _PrefixTable()
+        self.unknown = _PrefixTable()
+
+
+class AclIndex:
+    """One ACL state: ids, the 7-tuple set, the lookup sections and the by-resource-type index."""
+
+    __slots__ = ("by_binding", "by_id", "by_type", "offset", "sections", "version")
+
+    def __init__(self) -> None:
+        self.version = 0  # odd while a change is being applied (see the module docstring)
+        self.offset = -1  # metadata offset of the last change applied, -1 if unknown
+        self.by_id: dict[Hashable, AclBinding] = {}
+        self.by_binding: dict[AclBinding, Hashable] = {}
+        self.sections: dict[int, _Section] = {}
+        self.by_type = ByTypeIndex()
+
+    @classmethod
+    def build(cls, acls: Iterable[tuple[Hashable, AclBinding]], offset: int = -1) -> AclIndex:
+        """A fresh index holding exactly ``acls``; ValueError on a repeated id or 7-tuple."""
+        index = cls()
+        index.offset = offset
+        index.by_type.start_build()
+        for acl_id, acl in acls:
+            index.check_new(acl_id, acl)
+            index.insert(acl_id, acl)
+        index.by_type.finish_build()
+        return index
+
+    # --- changes (the caller holds the writer lock and brackets them with version bumps) --------
+
+    def check_new(self, acl_id: Hashable, acl: AclBinding) -> None:
+        if not isinstance(acl, AclBinding):
+            raise TypeError(f"expected an AclBinding, got {type(acl).__name__}")
+        if acl_id in self.by_id:
+            raise ValueError(f"an ACL with id {acl_id!r} already exists")
+        other = self.by_binding.get(acl)
+        if other is not None:
+            raise ValueError(f"the ACL {acl} is already stored under id {other!r}")
+
+    def insert(self, acl_id: Hashable, acl: AclBinding) -> None:
+        self.by_id[acl_id] = acl
+        self.by_binding[acl] = acl_id
+        section = self.sections.get(acl.resource_type)
+        if section is None:
+            section = self.sections[acl.resource_type] = _Section()
+        pattern, name = acl.pattern_type, acl.resource_name
+        bucket: Bucket
+        if pattern is PatternType.LITERAL:
+            if name == WILDCARD_RESOURCE:
+                if section.wildcard is None:
+                    section.wildcard = {}
+                bucket = section.wildcard
+            else:
+                bucket = section.literal.setdefault(name, {})
+        elif pattern is PatternType.PREFIXED:
+            bucket = section.prefixed.bucket_for_insert(name)
+        else:
+            bucket = section.unknown.bucket_for_insert(name)
+        key = _key(acl.principal, acl.host)
+        old = bucket.get(key, 0)
+        bucket[key] = old | (1 << (acl.operation + _SHIFT[acl.permission_type]))
+        if not old and type(key) is tuple and len(key) == 2:
+            bucket[None] = bucket.get(None, 0) + 1
+        self.by_type.add(acl)
+
+    def delete(self, acl_id: Hashable) -> AclBinding:
+        acl = self.by_id.pop(acl_id)
+        del self.by_binding[acl]
+        section = self.sections[acl.resource_type]
+        pattern, name = acl.pattern_type, acl.resource_name
+        table: _PrefixTable | None = None
+        if pattern is PatternType.LITERAL:
+            bucket = section.wildcard if name == WILDCARD_RESOURCE else section.literal[name]
+            assert bucket is not None
+        else:
+            table = section.prefixed if pattern is PatternType.PREFIXED else section.unknown
+            bucket = table.buckets[name]
+        key = _key(acl.principal, acl.host)
+        cell = bucket[key] & ~(1 << (acl.operation + _SHIFT[acl.permission_type]))
+        if cell:
+            bucket[key] = cell
+        else:
+            del bucket[key]
+            if type(key) is tuple and len(key) == 2:
+                remaining = bucket[None] - 1
+                if remaining:
+                    bucket[None] = remaining
+                else:
+                    del bucket[None]
+        if not bucket:
+            if table is not None:
+                table.drop(name)
+            elif name == WILDCARD_RESOURCE and pattern is PatternType.LITERAL:
+                section.wildcard = None
+            else:
+                del section.literal[name]
+        self.by_type.remove(acl)
+        return acl
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def evaluate(self, resource_type: int, name: str, principal: str, host: str, op: int) -> int:
+        """§2.3 steps 5-7 for one action: one of DENIED_BY_ACL, ALLOWED_BY_ACL, NO_MATCH, NO_ACLS."""
+        section = self.sections.get(resource_type)
+        if section is None:
+            return NO_ACLS
+        deny = DENY_TEST[op]
+        allow = GRANT[op]
+        found = allowed = False
+        bucket = section.literal.get(name)
+        if bucket is not None:
+            found = True
+            mask = cell_mask(bucket, principal, host)
+            if mask & deny:
+                return DENIED_BY_ACL
+            allowed = (mask & allow) != 0
+        for table in (section.prefixed, section.unknown):
+            lengths = table.lengths
+            if lengths:
+                get = table.buckets.get
+                size = len(name)
+                for n in lengths:
+                    if n > size:
+                        break
+                    bucket = get(name[:n])
+                    if bucket is not None:
+                        found = True
+                        mask = cell_mask(bucket, principal, host)
+                        if mask & deny:
+                            return DENIED_BY_ACL
+                        if mask & allow:
+                            allowed = True
+        bucket = section.wildcard
+        if bucket is not None:
+            found = True
+            mask = cell_mask(bucket, principal, host)
+            if mask & deny:
+                return DENIED_BY_ACL
+            if mask & allow:
+                allowed = True
+        if allowed:
+            return ALLOWED_BY_ACL
+        return NO_MATCH if found else NO_ACLS
+
+    def union_masks(self, resource_type: int, name: str, principal: str, host: str) -> tuple[bool, int]:
+        """(resource has ACLs, OR of every applicable cell): decides all operations in one pass."""
+        section = self.sections.get(resource_type)
+        if section is None:
+            return False, 0
+        buckets = self._buckets_in_scan_order(section, name)
+        mask = 0
+        for _, _, bucket in buckets:
+            mask |= cell_mask(bucket, principal, host)
+        return bool(buckets), mask
+
+    def explain(
+        self, resource_type: int, name: str, principal: str, host: str, op: int
+    ) -> tuple[int, Hashable | None, AclBinding | None]:
+        """Like :meth:`evaluate`, plus the deciding ACL's id and binding, chosen as Kafka's scan does (§2.4):
+        the first applicable DENY in scan order, else the last applicable ALLOW."""
+        section = self.sections.get(resource_type)
+        if section is None:
+            return NO_ACLS, None, None
+        wanted = DENY_TEST[op] | GRANT[op]
+        buckets = self._buckets_in_scan_order(section, name)
+        principals = (principal,) if principal == WILDCARD_PRINCIPAL else (principal, WILDCARD_PRINCIPAL)
+        hosts = (WILDCARD_HOST,) if host == WILDCARD_HOST else (WILDCARD_HOST, host)
+        last_allow: AclBinding | None = None
+        last_allow_id: Hashable | None = None
+        for pattern, bucket_name, bucket in buckets:
+            hits: list[tuple[int, str, str, AclPermissionType]] = []
+            for p in principals:
+                for h in hosts:
+                    cell = bucket.get(p if h == WILDCARD_HOST else (p, h), 0) & wanted
+                    while cell:  # one hit per set bit: bit = shift + operation code
+                        low = cell & -cell
+                        position = low.bit_length() - 1
+                        hits.append((position & 15, p, h, _PERMISSION_AT[position >> 4]))
+                        cell ^= low
+            hits.sort()
+            for op_code, p, h, perm in hits:
+                acl_id = self.by_binding[_lookup_key(resource_type, bucket_name, pattern, p, h, op_code, perm)]
+                if perm is not AclPermissionType.ALLOW:
+                    return DENIED_BY_ACL, acl_id, self.by_id[acl_id]
+                last_allow_id = acl_id
+                last_allow = self.by_id[acl_id]
+        if last_allow is not None:
+            return ALLOWED_BY_ACL, last_allow_id, last_allow
+        return (NO_MATCH if buckets else NO_ACLS), None, None
+
+    @staticmethod
+    def _buckets_in_scan_order(section: _Section, name: str) -> list[tuple[PatternType, str, Bucket]]:
+        # Kafka's order (§6.1): names descending, so R first and then its prefixes, longest first; within
+        # one name, pattern types in code order (UNKNOWN, LITERAL, PREFIXED); then the wildcard section.
+        size = len(name)
+        unknown, prefixed = section.unknown, section.prefixed
+        if unknown.lengths:
+            lengths = sorted({n for n in (*unknown.lengths, *prefixed.lengths) if n <= size}, reverse=True)
+        else:
+            lengths = [n for n in reversed(prefixed.lengths) if n <= size]
+        if not lengths or lengths[0] != size:
+            lengths.insert(0, size)
+        found: list[tuple[PatternType, str, Bucket]] = []
+        for n in lengths:
+            head = name[:n]
+            bucket = unknown.buckets.get(head) if unknown.lengths else None
+            if bucket is not None:
+                found.append((PatternType.UNKNOWN, head, bucket))
+            if n == size:
+                # R == "*" meets the wildcard bucket here too, as Kafka's first pass does (then again below)
+                bucket = section.wildcard if name == WILDCARD_RESOURCE else section.literal.get(name)
+                if bucket is not None:
+                    found.append((PatternType.LITERAL, name, bucket))
+            bucket = prefixed.buckets.get(head)
+            if bucket is not None:
+                found.append((PatternType.PREFIXED, head, bucket))
+        if section.wildcard is not None:
+            found.append((PatternType.LITERAL, WILDCARD_RESOURCE, section.wildcard))
+        return found
+
+    def bindings(self) -> list[AclBinding]:
+        return list(self.by_id.values())
+
+    def items(self) -> list[tuple[Hashable, AclBinding]]:
+        return list(self.by_id.items())

@@ -1,0 +1,66 @@
+"""Authorize one action of a request, as Kafka's ``AuthHelper`` does, and audit the decision.
+
+Without an authorizer (``authorizer.class.name`` empty) every action is allowed. With one, each
+decision may be written to the audit log as a CloudEvents line, with the rule that decided it and
+the metadata offset of the ACL image that was consulted.
+"""
+
+from __future__ import annotations
+
+from ksteward.authorizer import AuditEvent, AuthorizationResult
+from ksteward.authorizer.enums import SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from ksteward.broker.context import Node, RequestContext
+from ksteward.protocol.apis import api_name
+
+CLUSTER_NAME = "kafka-cluster"
+
+
+def authorize(
+    node: Node,
+    ctx: RequestContext,
+    operation: str | AclOperation,
+    resource_type: str | ResourceType,
+    resource_name: str,
+    *,
+    log_if_denied: bool = True,
+    log_if_allowed: bool = True,
+) -> bool:
+    auth = node.authorizer
+    if auth is None:
+        return True
+    decision = auth.authorize_with_reason(
+        principal=ctx.principal,
+        host=ctx.client_host,
+        operation=operation,
+        resource_type=resource_type,
+        resource_name=resource_name,
+    )
+    allowed = decision.result is AuthorizationResult.ALLOWED
+    audit = node.audit
+    if audit is not None and ((allowed and log_if_allowed) or (not allowed and log_if_denied)):
+        audit.write(
+            AuditEvent(
+                decision,
+                principal=ctx.principal,
+                host=ctx.client_host,
+                operation=operation,
+                resource_type=resource_type,
+                resource_name=resource_name,
+                method_name=f"kafka.{api_name(ctx.api_key)}",
+            )
+        )
+    return allowed
+
+
+def authorized_operations(node: Node, ctx: RequestContext, resource_type: ResourceType, resource_name: str) -> int:
+    """Kafka's authorized-operations bitfield: bit ``1 << op`` for each supported op the caller may do.
+
+    Without an authorizer every supported operation is allowed, as Kafka's ``AuthHelper`` reports it.
+    """
+    auth = node.authorizer
+    if auth is None:
+        bits = 0
+        for op in SUPPORTED_OPERATIONS[resource_type]:
+            bits |= 1 << int(op)
+        return bits
+    return auth.authorized_operations(ctx.principal, ctx.client_host, resource_type, resource_name)
