@@ -1,0 +1,589 @@
+"""Server benchmarks: request throughput and latency, durable mutations with and without group commit,
+and start-up from a snapshot of a million records.
+
+    .venv/bin/python bench/server.py            # everything (3-4 minutes on 2 cores)
+    .venv/bin/python bench/server.py --quick    # smoke test (about 30 seconds)
+    .venv/bin/python bench/server.py --only mutations
+
+Prints one table per section and writes ``bench/results/server.json``. Every server is its own
+subprocess on 127.0.0.1 with its data under a temporary directory, removed at the end. The load
+generator runs in this process and shares the cores with the server; every cell reports the CPU
+seconds of both sides. Cells are measured in interleaved rounds (cell A, cell B, ..., then again),
+so a burst of load from a neighbour hits every cell alike. ``bench/README.md`` explains each number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ksteward
+from _common import (
+    FrameClient,
+    LoadResult,
+    ServerProcess,
+    closed_loop,
+    decode_response,
+    encode_request,
+    free_ports,
+    kill_all_servers,
+    machine_facts,
+    median,
+    merge,
+    percentile_ms,
+    split,
+    table,
+    with_correlation_id,
+)
+from _snapshot import SnapshotBuild, build_snapshot_dir
+from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.records import UserScramCredentialRecord, decode_record
+
+RESULTS = Path(__file__).resolve().parent / "results" / "server.json"
+API_VERSIONS, METADATA, DESCRIBE_SCRAM, ALTER_SCRAM = 18, 3, 50, 51
+GROUP_COMMIT_OFF = {"ksteward.metadata.group.commit.enable": "false"}
+SCRAM_SHA_256, SCRAM_ITERATIONS = 1, 4096
+log = logging.getLogger("bench")
+
+
+@dataclass(frozen=True)
+class Params:
+    quick: bool
+    sections: tuple[str, ...]
+    requests_1: int  # requests per cell with 1 connection
+    requests_50: int  # requests per cell with 50 connections
+    rounds: int  # each cell's count is split into this many interleaved rounds
+    warmup: int  # requests on each connection set before the first round, not counted
+    metadata_topics: int  # topics (3 partitions each) the server holds during section 1
+    mutations: int  # AlterUserScramCredentials requests per mutation cell
+    snapshot_topics: int  # snapshot: topics x (1 TopicRecord + 3 PartitionRecords)
+    snapshot_configs: int  # snapshot: TOPIC ConfigRecords
+    snapshot_acls: int  # snapshot: AccessControlEntryRecords
+    snapshot_runs: int
+    cell_seconds: float  # time budget of one cell (all its rounds); requests not sent by then are dropped
+    connections: tuple[int, ...] = (1, 50)
+    mutation_connections: tuple[int, ...] = (50, 1)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Params:
+        quick = bool(args.quick)
+        topics = args.snapshot_topics if args.snapshot_topics is not None else (10_000 if quick else 100_000)
+        return cls(
+            quick=quick,
+            sections=tuple(args.only or SECTIONS),
+            requests_1=args.requests_1 or (2_000 if quick else 20_000),
+            requests_50=args.requests_50 or (5_000 if quick else 50_000),
+            rounds=args.rounds,
+            warmup=200 if quick else 1_000,
+            metadata_topics=args.metadata_topics,
+            mutations=args.mutations or (500 if quick else 5_000),
+            snapshot_topics=topics,
+            snapshot_configs=3 * topics,
+            snapshot_acls=3 * topics,
+            snapshot_runs=args.snapshot_runs,
+            cell_seconds=args.cell_seconds,
+        )
+
+    @property
+    def round_budget_s(self) -> float:
+        return self.cell_seconds / self.rounds
+
+
+def warn(problems: list[str]) -> None:
+    for problem in problems:
+        print(f"  WARNING: {problem}")
+
+
+def round_counts(total: int, rounds: int) -> list[int]:
+    return [total // rounds + (1 if r < total % rounds else 0) for r in range(rounds)]
+
+
+def cell_stats(result: LoadResult, rounds: list[LoadResult]) -> dict[str, Any]:
+    rates = [r.rate for r in rounds]
+    return {
+        "requests": result.requests,
+        "truncated": result.truncated,
+        "ok": result.ok,
+        "failed": result.failed,
+        "wall_s": round(result.wall_s, 4),
+        "per_s": round(result.rate, 1),
+        "round_per_s": [round(x, 1) for x in rates],
+        "rounds": " / ".join(f"{x:,.0f}" for x in rates),
+        "spread": round((max(rates) - min(rates)) / result.rate, 3) if result.rate else None,
+        "p50_ms": round(percentile_ms(result.latencies_ns, 50), 4),
+        "p99_ms": round(percentile_ms(result.latencies_ns, 99), 4),
+        "p999_ms": round(percentile_ms(result.latencies_ns, 99.9), 4),
+        "client_cpu_s": round(result.client_cpu_s, 3),
+        "server_cpu_s": round(result.server_cpu_s, 3),
+        "client_cpu_us_per_req": round(result.client_cpu_s / max(result.requests, 1) * 1e6, 1),
+        "server_cpu_us_per_req": round(result.server_cpu_s / max(result.requests, 1) * 1e6, 1),
+    }
+
+
+# --- wire helpers -------------------------------------------------------------------------------------
+
+
+def api_versions_frame() -> bytes:
+    return encode_request(API_VERSIONS, 3, {"client_software_name": "ksteward-bench", "client_software_version": "1"})
+
+
+def metadata_frame() -> bytes:
+    values = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    return encode_request(METADATA, 12, values)
+
+
+def api_versions_ok(payload: bytes) -> bool:
+    return payload[4:6] == b"\x00\x00"  # response header v0, then the error code
+
+
+# --- 1. request throughput and latency ------------------------------------------------------------------
+
+REQUEST_COLUMNS = [
+    ("api", "api"), ("conns", "connections"), ("requests", "requests"), ("failed", "failed"), ("req/s", "per_s"),
+    ("rounds req/s", "rounds"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("p99.9 ms", "p999_ms"),
+    ("client CPU s", "client_cpu_s"), ("server CPU s", "server_cpu_s"), ("client us/req", "client_cpu_us_per_req"),
+    ("server us/req", "server_cpu_us_per_req"),
+]  # fmt: skip
+
+
+async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
+    port, controller_port = free_ports(2)
+    data_dir = None
+    if p.metadata_topics:
+        build = await build_snapshot_dir(workdir, "requests-data", (port, controller_port), p.metadata_topics, 0, 0)
+        data_dir = build.data_dir
+    server = ServerProcess(workdir, "requests", data_dir=data_dir, ports=(port, controller_port))
+    apis: list[tuple[str, bytes, Callable[[bytes], bool] | None]] = [
+        ("ApiVersions v3", api_versions_frame(), api_versions_ok),
+        ("Metadata v12 (all topics)", metadata_frame(), None),
+    ]
+    cells = [(label, frame, check, conns) for label, frame, check in apis for conns in p.connections]
+    rounds: dict[int, list[LoadResult]] = {i: [] for i in range(len(cells))}
+    try:
+        await server.start()
+        probe = await FrameClient.connect(server.port)
+        try:
+            _, av = decode_response(API_VERSIONS, 3, await probe.request(with_correlation_id(apis[0][1], 1)))
+            _, md = decode_response(METADATA, 12, await probe.request(with_correlation_id(apis[1][1], 2)))
+        finally:
+            await probe.aclose()
+        assert int(av.error_code) == 0, av
+        assert len(md.topics) == p.metadata_topics, (len(md.topics), p.metadata_topics)
+        for _label, frame, check, conns in cells:
+            warm = [with_correlation_id(frame, -1 - i) for i in range(p.warmup)]
+            await closed_loop(server, split(warm, conns), check=check, budget_s=min(10.0, p.round_budget_s))
+        for r in range(p.rounds):
+            for index, (_label, frame, check, conns) in enumerate(cells):
+                count = round_counts(p.requests_1 if conns == 1 else p.requests_50, p.rounds)[r]
+                frames = [with_correlation_id(frame, i) for i in range(count)]
+                result = await closed_loop(server, split(frames, conns), check=check, budget_s=p.round_budget_s)
+                rounds[index].append(result)
+            print(f"  round {r + 1}/{p.rounds} done", flush=True)
+        await server.stop()
+    finally:
+        server.kill()
+    rows = [
+        {"api": label, "connections": conns, **cell_stats(merge(rounds[i]), rounds[i])}
+        for i, (label, _, _, conns) in enumerate(cells)
+    ]
+    print()
+    title = (
+        f"1. Requests over loopback: closed loop, one request in flight per connection "
+        f"({len(md.topics)} topics, {len(md.brokers)} broker; each cell in {p.rounds} interleaved rounds)"
+    )
+    print(table(title, REQUEST_COLUMNS, rows))
+    problems = [f"{r['api']}, {r['connections']} connection(s): {r['failed']} failed" for r in rows if r["failed"]]
+    problems += [f"{r['api']}, {r['connections']} connection(s): stopped by the time budget after "
+                 f"{r['requests']:,} requests" for r in rows if r["truncated"]]  # fmt: skip
+    problems += [f"server log: {line}" for line in server.log_errors()]
+    warn(problems)
+    return {
+        "client_model": "asyncio Protocol, closed loop: each connection sends one request and awaits its "
+        "response before sending the next; frames pre-encoded with kio, correlation ids patched before "
+        "the clock starts; the client checks each correlation id (and the ApiVersions error code)",
+        "metadata_topics": len(md.topics),
+        "brokers": len(md.brokers),
+        "cells": rows,
+        "problems": problems,
+    }
+
+
+# --- 2. durable mutations: group commit vs one fsync per batch -----------------------------------------
+
+MUTATION_COLUMNS = [
+    ("mode", "mode"), ("conns", "connections"), ("mutations", "requests"), ("failed", "failed"),
+    ("mut/s", "per_s"), ("rounds mut/s", "rounds"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
+    ("client CPU s", "client_cpu_s"), ("server CPU s", "server_cpu_s"), ("server us/mut", "server_cpu_us_per_req"),
+]  # fmt: skip
+RATIO_COLUMNS = [
+    ("conns", "connections"), ("group mut/s", "group_per_s"), ("one-by-one mut/s", "one_by_one_per_s"),
+    ("group / one-by-one", "ratio"), ("group p50 ms", "group_p50_ms"), ("one-by-one p50 ms", "one_by_one_p50_ms"),
+]  # fmt: skip
+VERIFY_COLUMNS = [
+    ("mode", "mode"), ("acked users", "acked_users"), ("described", "described_users"),
+    ("acked not described", "acked_not_described"), ("in log", "users_in_log"),
+    ("acked missing from log", "acked_missing_from_log"), ("log batches", "log_batches"),
+]  # fmt: skip
+MODES = {"group": {}, "one-by-one": GROUP_COMMIT_OFF}
+
+
+def scram_credential() -> tuple[bytes, bytes]:
+    """One salt and salted password (PBKDF2-HMAC-SHA256, 4096 iterations), reused for every user."""
+    salt = hashlib.sha256(b"ksteward-bench-salt").digest()
+    return salt, hashlib.pbkdf2_hmac("sha256", b"bench-password", salt, SCRAM_ITERATIONS)
+
+
+def alter_scram_frames(users: list[str], salt: bytes, salted: bytes) -> list[bytes]:
+    """One AlterUserScramCredentials v0 request per user, each with a single upsertion."""
+    frames = []
+    for i, user in enumerate(users):
+        upsertion = {
+            "name": user,
+            "mechanism": SCRAM_SHA_256,
+            "iterations": SCRAM_ITERATIONS,
+            "salt": salt,
+            "salted_password": salted,
+        }
+        frames.append(encode_request(ALTER_SCRAM, 0, {"deletions": [], "upsertions": [upsertion]}, correlation_id=i))
+    return frames
+
+
+def alter_scram_checker(acked: set[str]) -> Callable[[bytes], bool]:
+    """A response check that also collects the users whose upsertion was acknowledged."""
+
+    def check(payload: bytes) -> bool:
+        _, body = decode_response(ALTER_SCRAM, 0, payload)
+        ok = len(body.results) == 1 and int(body.results[0].error_code) == 0
+        if ok:
+            acked.add(body.results[0].user)
+        return ok
+
+    return check
+
+
+async def describe_scram_users(server: ServerProcess) -> set[str]:
+    client = await FrameClient.connect(server.port)
+    try:
+        payload = await client.request(encode_request(DESCRIBE_SCRAM, 0, {"users": None}, 1))
+    finally:
+        await client.aclose()
+    _, body = decode_response(DESCRIBE_SCRAM, 0, payload)
+    assert int(body.error_code) == 0, body
+    return {r.user for r in body.results if int(r.error_code) == 0}
+
+
+def scram_users_in_log(data_dir: Path) -> tuple[set[str], int]:
+    """User names of the UserScramCredentialRecords in the log segments, and how many batches there are.
+    The committer keeps the active segment when it snapshots, so every batch of the run is there."""
+    names: set[str] = set()
+    batches = 0
+    with MetadataLog.open(data_dir, read_only=True, logger=log) as metadata_log:
+        for batch in metadata_log.read(metadata_log.log_start_offset):
+            batches += 1
+            for _offset, _ts, _key, value in batch.records:
+                if value is not None and not batch.is_control:
+                    record = decode_record(value)
+                    if isinstance(record, UserScramCredentialRecord):
+                        names.add(record.name)
+    return names, batches
+
+
+async def section_mutations(p: Params, workdir: Path) -> dict[str, Any]:
+    salt, salted = scram_credential()
+    servers = {mode: ServerProcess(workdir, mode, overrides=o) for mode, o in MODES.items()}
+    sent: dict[str, list[str]] = {mode: [] for mode in MODES}
+    acked: dict[str, set[str]] = {mode: set() for mode in MODES}
+    rounds: dict[tuple[int, str], list[LoadResult]] = {(c, m): [] for c in p.mutation_connections for m in MODES}
+    verification: dict[str, dict[str, Any]] = {}
+    try:
+        await asyncio.gather(*(s.start() for s in servers.values()))
+        for r in range(p.rounds):
+            # Alternate which mode goes first, so slow drift of the machine's load hits both alike.
+            for i, conns in enumerate(p.mutation_connections):
+                for mode in list(MODES) if (r + i) % 2 == 0 else list(reversed(MODES)):
+                    count = round_counts(p.mutations, p.rounds)[r]
+                    users = [f"bench-{mode}-c{conns}-r{r}-{j:06d}" for j in range(count)]
+                    sent[mode] += users
+                    frames = alter_scram_frames(users, salt, salted)
+                    check = alter_scram_checker(acked[mode])
+                    result = await closed_loop(servers[mode], split(frames, conns), check=check,
+                                               budget_s=p.round_budget_s)  # fmt: skip
+                    rounds[(conns, mode)].append(result)
+            print(f"  round {r + 1}/{p.rounds} done", flush=True)
+        described = {mode: await describe_scram_users(server) for mode, server in servers.items()}
+        await asyncio.gather(*(s.stop() for s in servers.values()))
+    finally:
+        for s in servers.values():
+            s.kill()
+    cells = []
+    for (conns, mode), parts in rounds.items():
+        row = {"mode": mode, "connections": conns, **cell_stats(merge(parts), parts)}
+        cells.append(row)
+    for mode, server in servers.items():
+        in_log, batches = await asyncio.to_thread(scram_users_in_log, server.data_dir)
+        verification[mode] = {
+            "mode": mode,
+            "sent": len(sent[mode]),
+            "acked_users": len(acked[mode]),
+            "described_users": len(described[mode]),
+            "acked_not_described": len(acked[mode] - described[mode]),
+            "users_in_log": len(in_log),
+            "acked_missing_from_log": len(acked[mode] - in_log),
+            "log_batches": batches,
+        }
+    ratios = []
+    for conns in p.mutation_connections:
+        g, o = (next(c for c in cells if c["connections"] == conns and c["mode"] == m) for m in MODES)
+        ratio = round(g["per_s"] / o["per_s"], 3) if o["per_s"] else None
+        ratios.append({"connections": conns, "group_per_s": g["per_s"], "one_by_one_per_s": o["per_s"],
+                       "ratio": ratio, "group_p50_ms": g["p50_ms"], "one_by_one_p50_ms": o["p50_ms"]})  # fmt: skip
+    print()
+    per_round = [sum(round_counts(p.mutations, p.rounds)[r] for _ in p.mutation_connections) for r in range(p.rounds)]
+    users_before = [sum(per_round[:r]) for r in range(p.rounds + 1)]
+    print(table(f"2. Durable mutations: AlterUserScramCredentials v0, one upsertion for a fresh user each "
+                f"({p.mutations:,} per cell in {p.rounds} interleaved rounds; the reply leaves after the fsync). "
+                f"Users per server at the start of each round: {' / '.join(f'{u:,}' for u in users_before[:-1])}, "
+                f"at the end {users_before[-1]:,}", MUTATION_COLUMNS, cells))  # fmt: skip
+    print(table("   group commit vs one fsync per batch", RATIO_COLUMNS, ratios))
+    print(table("   durability: DescribeUserScramCredentials after the runs; the log on disk after SIGTERM",
+                VERIFY_COLUMNS, list(verification.values())))  # fmt: skip
+    problems = [f"{c['mode']}, {c['connections']} connection(s): {c['failed']} failed" for c in cells if c["failed"]]
+    problems += [f"{c['mode']}, {c['connections']} connection(s): stopped by the time budget after "
+                 f"{c['requests']:,} mutations" for c in cells if c["truncated"]]  # fmt: skip
+    for mode, v in verification.items():
+        if v["acked_not_described"] or v["acked_missing_from_log"]:
+            problems.append(f"{mode}: {v['acked_not_described']} acked users not described, "
+                            f"{v['acked_missing_from_log']} missing from the log")  # fmt: skip
+        problems += [f"{mode} server log: {line}" for line in servers[mode].log_errors()]
+    warn(problems)
+    return {
+        "cells": cells,
+        "ratios": ratios,
+        "users_per_server_before_round": users_before,
+        "verification": verification,
+        "problems": problems,
+    }
+
+
+# --- 3. start-up from a large snapshot ------------------------------------------------------------------
+
+SNAPSHOT_COLUMNS = [
+    ("run", "run"), ("ready line s", "ready_line_s"), ("ApiVersions s", "first_api_versions_s"),
+    ("Metadata s", "metadata_all_topics_s"), ("(request s)", "metadata_request_s"), ("topics", "topics_listed"),
+    ("partitions", "partitions_listed"), ("resp MiB", "metadata_response_mib"),
+    ("peak RSS MiB loaded", "peak_rss_after_load_mib"), ("peak RSS MiB end", "peak_rss_mib"),
+    ("server CPU s", "server_cpu_s_until_stop"), ("stop s", "stop_s"),
+]  # fmt: skip
+
+
+async def snapshot_run(run: int, build: SnapshotBuild, workdir: Path, ports: tuple[int, int]) -> dict[str, Any]:
+    """Start a server on a fresh copy of the snapshot's data directory; time the first ApiVersions and
+    the first Metadata (all topics) from process start; read its memory; stop it; check the answer."""
+    data_dir = workdir / f"snapshot-run{run}"
+    await asyncio.to_thread(shutil.copytree, build.data_dir, data_dir)
+    server = ServerProcess(workdir, f"snapshot-run{run}", data_dir=data_dir, ports=ports)
+    try:
+        ready_s = await server.start(timeout=900, probe=False)
+        client = await FrameClient.connect(server.port)
+        try:
+            payload = await client.request(with_correlation_id(api_versions_frame(), 1), timeout=60)
+            api_s = time.perf_counter() - server.spawned_at
+            assert api_versions_ok(payload), payload[:16]
+            hwm_loaded, rss_loaded = server.status_kib("VmHWM"), server.status_kib("VmRSS")
+            payload = await client.request(with_correlation_id(metadata_frame(), 2), timeout=900)
+            metadata_s = time.perf_counter() - server.spawned_at
+        finally:
+            await client.aclose()
+        hwm, rss, cpu = server.status_kib("VmHWM"), server.status_kib("VmRSS"), server.cpu_seconds()
+        stop_s = await server.stop()
+    finally:
+        server.kill()
+    await asyncio.to_thread(shutil.rmtree, data_dir)
+    _, body = decode_response(METADATA, 12, payload)  # after the clock: checks the image really loaded
+    server_log = server.log_path.read_text(errors="replace")
+    return {
+        "run": run,
+        "server_log_errors": server.log_errors(),
+        "ready_line_s": round(ready_s, 3),
+        "first_api_versions_s": round(api_s, 3),
+        "metadata_all_topics_s": round(metadata_s, 3),
+        "metadata_request_s": round(metadata_s - api_s, 3),
+        "metadata_response_mib": round((len(payload) + 4) / 2**20, 2),
+        "topics_listed": len(body.topics),
+        "partitions_listed": sum(len(t.partitions) for t in body.topics),
+        "topic_errors": sum(1 for t in body.topics if int(t.error_code) != 0),
+        "brokers_listed": len(body.brokers),
+        "loaded_this_snapshot": f"loaded metadata snapshot {build.path.name}" in server_log,
+        "wrote_snapshot_on_stop": "wrote snapshot" in server_log,
+        "peak_rss_after_load_mib": round(hwm_loaded / 1024, 1),
+        "rss_after_load_mib": round(rss_loaded / 1024, 1),
+        "peak_rss_mib": round(hwm / 1024, 1),
+        "rss_before_stop_mib": round(rss / 1024, 1),
+        "server_cpu_s_until_stop": round(cpu, 2),
+        "stop_s": round(stop_s, 3),
+    }
+
+
+async def section_snapshot(p: Params, workdir: Path) -> dict[str, Any]:
+    port, controller_port = free_ports(2)
+    build = await build_snapshot_dir(
+        workdir, "snapshot-pristine", (port, controller_port), p.snapshot_topics, p.snapshot_configs, p.snapshot_acls
+    )
+    print(f"  wrote {build.path.name}: {build.records:,} records, {build.bytes / 2**20:.1f} MiB in "
+          f"{build.seconds:.1f}s", flush=True)  # fmt: skip
+    runs = []
+    for run in range(1, p.snapshot_runs + 1):
+        runs.append(await snapshot_run(run, build, workdir, (port, controller_port)))
+        print(f"  run {run}: ApiVersions after {runs[-1]['first_api_versions_s']:.2f}s, {runs[-1]['topics_listed']:,} "
+              f"topics after {runs[-1]['metadata_all_topics_s']:.2f}s", flush=True)  # fmt: skip
+    keys = (
+        "ready_line_s",
+        "first_api_versions_s",
+        "metadata_all_topics_s",
+        "metadata_request_s",
+        "peak_rss_after_load_mib",
+        "peak_rss_mib",
+        "server_cpu_s_until_stop",
+        "stop_s",
+    )
+    summary: dict[str, Any] = {key: round(median([r[key] for r in runs]), 3) for key in keys}
+    print()
+    print(table(f"3. Start from a snapshot of {build.records:,} records ({build.bytes / 2**20:.1f} MiB, written in "
+                f"{build.seconds:.1f}s); seconds from process start", SNAPSHOT_COLUMNS,
+                [*runs, {"run": "median", **summary}]))  # fmt: skip
+    expected = p.snapshot_topics
+    problems = [
+        f"run {r['run']}: {what}"
+        for r in runs
+        for what, bad in [
+            (f"listed {r['topics_listed']} topics, expected {expected}", r["topics_listed"] != expected),
+            (
+                f"listed {r['partitions_listed']} partitions, expected {3 * expected}",
+                r["partitions_listed"] != 3 * expected,
+            ),
+            (f"{r['topic_errors']} topics with an error code", r["topic_errors"] > 0),
+            ("did not load the benchmark's snapshot", not r["loaded_this_snapshot"]),
+            ("wrote a snapshot on stop, so it had appended records", r["wrote_snapshot_on_stop"]),
+        ]
+        if bad
+    ]
+    problems += [f"run {r['run']} server log: {line}" for r in runs for line in r["server_log_errors"]]
+    warn(problems)
+    snapshot = {"file": build.path.name, "records": build.records, "bytes": build.bytes,
+                "write_s": round(build.seconds, 3), "end_offset": build.end_offset}  # fmt: skip
+    return {"snapshot": snapshot, "runs": runs, "median": summary, "problems": problems}
+
+
+# --- main ---------------------------------------------------------------------------------------------
+
+SECTIONS = {"requests": section_requests, "mutations": section_mutations, "snapshot": section_snapshot}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    add = parser.add_argument
+    add("--quick", action="store_true", help="smoke test with small counts (about 30 seconds)")
+    add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable)")
+    add("--requests-1", type=int, help="requests per cell with 1 connection (default 20000, quick 2000)")
+    add("--requests-50", type=int, help="requests per cell with 50 connections (default 50000, quick 5000)")
+    add("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
+    add("--metadata-topics", type=int, default=0, help="topics (3 partitions each) during section 1 (default 0)")
+    add("--mutations", type=int, help="mutations per cell (default 5000, quick 500)")
+    add("--snapshot-topics", type=int, help="snapshot size: 10 records per topic (default 100000, quick 10000)")
+    add("--snapshot-runs", type=int, default=3, help="server starts from the snapshot (default 3)")
+    add("--cell-seconds", type=float, default=120.0, help="time budget per cell of sections 1 and 2 (default 120)")
+    add("--out", type=Path, default=RESULTS, help="where the JSON goes (default bench/results/server.json)")
+    add("--keep", action="store_true", help="keep the temporary directory (server logs and data)")
+    return parser.parse_args(argv)
+
+
+async def run(p: Params, workdir: Path) -> dict[str, Any]:
+    """Run the chosen sections; one that fails is reported (and kept in the JSON) and the rest still run."""
+    results: dict[str, Any] = {}
+    for name, section in SECTIONS.items():
+        if name in p.sections:
+            print(f"\n== {name}", flush=True)
+            started = time.perf_counter()
+            try:
+                results[name] = await section(p, workdir)
+            except Exception as exc:  # a benchmark failure is a result too; the other sections still run
+                kill_all_servers()
+                message = f"{type(exc).__name__}: {exc}"
+                print(f"  FAILED: {message}", flush=True)
+                results[name] = {"error": message}
+            results[name]["section_s"] = round(time.perf_counter() - started, 1)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    p = Params.from_args(args)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    facts = machine_facts()
+    print(f"ksteward server benchmarks{' (quick)' if p.quick else ''}: {facts['cpu_count']} CPUs "
+          f"({facts['cpu_model']}), Python {facts['python']}, load average {facts['loadavg_at_start']}")  # fmt: skip
+    workdir = Path(tempfile.mkdtemp(prefix="ksteward-bench-"))
+    started = time.perf_counter()
+    try:
+        results = asyncio.run(run(p, workdir))
+    finally:
+        kill_all_servers()
+        if args.keep:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    document = {
+        "benchmark": "bench/server.py",
+        "command": [Path(sys.executable).name, *sys.argv],
+        "git_head": _git_head(),
+        "git_dirty": _git_dirty(),
+        "ksteward_imported_from": str(Path(ksteward.__file__).parent),
+        "pythonpath": os.environ.get("PYTHONPATH"),
+        "machine": facts,
+        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
+        "params": asdict(p),
+        "total_s": round(time.perf_counter() - started, 1),
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"\nwrote {args.out} ({document['total_s']}s in all)")
+    return 1 if any("error" in r for r in results.values()) else 0
+
+
+def _git_dirty() -> bool | None:
+    """Whether the working tree differs from HEAD (the run then measured uncommitted code)."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain"], cwd=Path(__file__).resolve().parents[1],
+                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.strip())
+
+
+def _git_head() -> str | None:
+    head = Path(__file__).resolve().parents[1] / ".git" / "HEAD"
+    try:
+        ref = head.read_text().strip()
+        return (head.parent / ref[5:]).read_text().strip() if ref.startswith("ref: ") else ref
+    except OSError:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
