@@ -152,3 +152,21 @@ def test_every_served_version_round_trips(admin: RawConnection, version: int) ->
     assert [(r.resource_name, int(r.pattern_type), len(r.acls)) for r in body.resources] == [(name, PREFIXED, 1)]
     deleted = admin.request(DELETE_ACLS, version, {"filters": [acl_filter(resource_name_filter=name)]}).body
     assert [len(r.matching_acls) for r in deleted.filter_results] == [1]
+
+
+def test_scram_credential_apis_need_cluster_describe_and_alter(server: KstewardServer) -> None:
+    import hashlib
+
+    salted = hashlib.pbkdf2_hmac("sha256", b"pw", b"salt", 4096)
+    upsert = {"name": "carol", "mechanism": 1, "iterations": 4096, "salt": b"salt", "salted_password": salted}
+    with connect(server.address) as alice:
+        assert int(alice.sasl_plain("alice", "alice-secret").body.error_code) == 0
+        described = alice.request(50, 0, {"users": None}).body
+        assert int(described.error_code) == 31 and list(described.results) == []
+        altered = alice.request(51, 0, {"deletions": [], "upsertions": [upsert]}).body
+        assert [(r.user, int(r.error_code)) for r in altered.results] == [("carol", 31)]
+    with connect(server.address) as admin:  # the super user may do both
+        assert int(admin.sasl_plain("admin", "admin-secret").body.error_code) == 0
+        altered = admin.request(51, 0, {"deletions": [], "upsertions": [upsert]}).body
+        assert [(r.user, int(r.error_code)) for r in altered.results] == [("carol", 0)]
+        assert "carol" in {r.user for r in admin.request(50, 0, {"users": None}).body.results}
