@@ -30,8 +30,9 @@ no secret can leak into the log.
 :class:`AuditEvent` captures a decision cheaply (a slotted object and a timestamp); the JSON is rendered
 later, off the request path, by :class:`AuditLogWriter`. Files: ``<directory>/audit.log`` is the live file;
 when a line would take it past ``max_bytes`` it is closed and renamed ``audit-<UTC time>Z.log``
-(``audit-20250131T120000.123456Z.log``), so rotated files sort by age, are never
-renamed again, and ``audit*.log`` globs everything. ``max_files`` optionally bounds the rotated files kept.
+(``audit-20250131T120000.123456Z.log``, microseconds bumped on a clash), so rotated files sort by age and
+are never renamed again, and ``audit*.log`` globs everything. ``max_files`` optionally bounds how many
+rotated files are kept (oldest deleted first); by default all are kept.
 """
 
 from __future__ import annotations

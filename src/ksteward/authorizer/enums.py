@@ -52,7 +52,7 @@ def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:].lower() for part in name.split("_"))
 
 
-_DISPLAY_NAMES: dict[object, str] = {}
+_DISPLAY_NAMES: dict[tuple[type, int], str] = {}
 
 
 class _KafkaEnum(enum.IntEnum):
@@ -84,9 +84,10 @@ class _KafkaEnum(enum.IntEnum):
     @property
     def display_name(self) -> str:
         """The Pascal-case name Kafka prints in audit logs: ``Topic``, ``DescribeConfigs``, ``Allow``."""
-        name = _DISPLAY_NAMES.get(self)
+        key = (type(self), self._value_)  # not the member: members of different enums compare equal as ints
+        name = _DISPLAY_NAMES.get(key)
         if name is None:
-            name = _DISPLAY_NAMES[self] = _pascal(self.name)
+            name = _DISPLAY_NAMES[key] = _pascal(self.name)
         return name
 
     @property

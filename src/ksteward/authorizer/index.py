@@ -84,7 +84,6 @@ GRANT: tuple[int, ...] = tuple(_grant(op) for op in _OPS)
 """Per requested operation code: the ALLOW bits (cell bits 0-15) that grant it (§1.3)."""
 DENY_TEST: tuple[int, ...] = tuple((((1 << op) | _ALL_BIT) << 16) | (((1 << op) | _ALL_BIT) << 32) for op in _OPS)
 """Per requested operation code: the DENY and UNKNOWN-permission bits that deny it (its own bit or ALL)."""
-_DENY_BITS = 0xFFFF << 16 | 0xFFFF << 32
 
 
 def _key(principal: str, host: str) -> Hashable:
@@ -179,9 +178,18 @@ class AclIndex:
         index = cls()
         index.offset = offset
         index.by_type.start_build()
+        by_id, by_binding = index.by_id, index.by_binding
         for acl_id, acl in acls:
-            index.check_new(acl_id, acl)
-            index.insert(acl_id, acl)
+            if not isinstance(acl, AclBinding):
+                raise TypeError(f"expected an AclBinding, got {type(acl).__name__}")
+            # setdefault: one hash per map instead of a lookup and then an insert (the index is private
+            # until built, so a failure just discards it)
+            if by_id.setdefault(acl_id, acl) is not acl:
+                raise ValueError(f"an ACL with id {acl_id!r} already exists")
+            other = by_binding.setdefault(acl, acl_id)
+            if other != acl_id:
+                raise ValueError(f"the ACL {acl} is already stored under id {other!r}")
+            index.insert(acl_id, acl, maps_done=True)
         index.by_type.finish_build()
         return index
 
@@ -196,9 +204,10 @@ class AclIndex:
         if other is not None:
             raise ValueError(f"the ACL {acl} is already stored under id {other!r}")
 
-    def insert(self, acl_id: Hashable, acl: AclBinding) -> None:
-        self.by_id[acl_id] = acl
-        self.by_binding[acl] = acl_id
+    def insert(self, acl_id: Hashable, acl: AclBinding, *, maps_done: bool = False) -> None:
+        if not maps_done:
+            self.by_id[acl_id] = acl
+            self.by_binding[acl] = acl_id
         section = self.sections.get(acl.resource_type)
         if section is None:
             section = self.sections[acl.resource_type] = _Section()
@@ -210,7 +219,10 @@ class AclIndex:
                     section.wildcard = {}
                 bucket = section.wildcard
             else:
-                bucket = section.literal.setdefault(name, {})
+                found = section.literal.get(name)
+                if found is None:
+                    found = section.literal[name] = {}
+                bucket = found
         elif pattern is PatternType.PREFIXED:
             bucket = section.prefixed.bucket_for_insert(name)
         else:
@@ -322,30 +334,47 @@ class AclIndex:
             return NO_ACLS, None, None
         wanted = DENY_TEST[op] | GRANT[op]
         buckets = self._buckets_in_scan_order(section, name)
-        principals = (principal,) if principal == WILDCARD_PRINCIPAL else (principal, WILDCARD_PRINCIPAL)
-        hosts = (WILDCARD_HOST,) if host == WILDCARD_HOST else (WILDCARD_HOST, host)
-        last_allow: AclBinding | None = None
-        last_allow_id: Hashable | None = None
+        other = principal != WILDCARD_PRINCIPAL
+        specific_host = host != WILDCARD_HOST
+        allow_at: tuple[PatternType, str, tuple[int, str, str, AclPermissionType]] | None = None
         for pattern, bucket_name, bucket in buckets:
+            get = bucket.get
+            mine = get(principal, 0) & wanted
+            anyone = get(WILDCARD_PRINCIPAL, 0) & wanted if other else 0
+            mine_here = anyone_here = 0
+            if specific_host and None in bucket:
+                mine_here = get((principal, host), 0) & wanted
+                anyone_here = get((WILDCARD_PRINCIPAL, host), 0) & wanted if other else 0
+            if not (mine or anyone or mine_here or anyone_here):
+                continue
             hits: list[tuple[int, str, str, AclPermissionType]] = []
-            for p in principals:
-                for h in hosts:
-                    cell = bucket.get(p if h == WILDCARD_HOST else (p, h), 0) & wanted
-                    while cell:  # one hit per set bit: bit = shift + operation code
-                        low = cell & -cell
-                        position = low.bit_length() - 1
-                        hits.append((position & 15, p, h, _PERMISSION_AT[position >> 4]))
-                        cell ^= low
-            hits.sort()
-            for op_code, p, h, perm in hits:
-                acl_id = self.by_binding[_lookup_key(resource_type, bucket_name, pattern, p, h, op_code, perm)]
-                if perm is not AclPermissionType.ALLOW:
+            for p, h, cell in (
+                (principal, WILDCARD_HOST, mine),
+                (WILDCARD_PRINCIPAL, WILDCARD_HOST, anyone),
+                (principal, host, mine_here),
+                (WILDCARD_PRINCIPAL, host, anyone_here),
+            ):
+                while cell:  # one hit per set bit: bit = shift + operation code
+                    low = cell & -cell
+                    position = low.bit_length() - 1
+                    hits.append((position & 15, p, h, _PERMISSION_AT[position >> 4]))
+                    cell ^= low
+            hits.sort()  # Kafka's order within one name: operation, principal, host, permission
+            for hit in hits:
+                if hit[3] is not AclPermissionType.ALLOW:
+                    acl_id = self._id_of(resource_type, bucket_name, pattern, hit)
                     return DENIED_BY_ACL, acl_id, self.by_id[acl_id]
-                last_allow_id = acl_id
-                last_allow = self.by_id[acl_id]
-        if last_allow is not None:
-            return ALLOWED_BY_ACL, last_allow_id, last_allow
+                allow_at = (pattern, bucket_name, hit)
+        if allow_at is not None:
+            acl_id = self._id_of(resource_type, allow_at[1], allow_at[0], allow_at[2])
+            return ALLOWED_BY_ACL, acl_id, self.by_id[acl_id]
         return (NO_MATCH if buckets else NO_ACLS), None, None
+
+    def _id_of(
+        self, resource_type: int, name: str, pattern: int, hit: tuple[int, str, str, AclPermissionType]
+    ) -> Hashable:
+        op, principal, host, permission = hit
+        return self.by_binding[_lookup_key(resource_type, name, pattern, principal, host, op, permission)]
 
     @staticmethod
     def _buckets_in_scan_order(section: _Section, name: str) -> list[tuple[PatternType, str, Bucket]]:
@@ -353,26 +382,30 @@ class AclIndex:
         # one name, pattern types in code order (UNKNOWN, LITERAL, PREFIXED); then the wildcard section.
         size = len(name)
         unknown, prefixed = section.unknown, section.prefixed
-        if unknown.lengths:
-            lengths = sorted({n for n in (*unknown.lengths, *prefixed.lengths) if n <= size}, reverse=True)
-        else:
-            lengths = [n for n in reversed(prefixed.lengths) if n <= size]
-        if not lengths or lengths[0] != size:
-            lengths.insert(0, size)
+        # R == "*" meets the wildcard bucket at its own name too, as Kafka's first pass does (then again below)
+        exact = section.wildcard if name == WILDCARD_RESOURCE else section.literal.get(name)
         found: list[tuple[PatternType, str, Bucket]] = []
-        for n in lengths:
-            head = name[:n]
-            bucket = unknown.buckets.get(head) if unknown.lengths else None
-            if bucket is not None:
-                found.append((PatternType.UNKNOWN, head, bucket))
-            if n == size:
-                # R == "*" meets the wildcard bucket here too, as Kafka's first pass does (then again below)
-                bucket = section.wildcard if name == WILDCARD_RESOURCE else section.literal.get(name)
-                if bucket is not None:
-                    found.append((PatternType.LITERAL, name, bucket))
-            bucket = prefixed.buckets.get(head)
-            if bucket is not None:
-                found.append((PatternType.PREFIXED, head, bucket))
+        if not unknown.lengths:  # the usual case: LITERAL R, then PREFIXED prefixes of R, longest first
+            if exact is not None:
+                found.append((PatternType.LITERAL, name, exact))
+            get = prefixed.buckets.get
+            for n in reversed(prefixed.lengths):
+                if n <= size:
+                    head = name[:n]
+                    bucket = get(head)
+                    if bucket is not None:
+                        found.append((PatternType.PREFIXED, head, bucket))
+        else:
+            lengths = sorted({n for n in (*unknown.lengths, *prefixed.lengths) if n <= size} | {size}, reverse=True)
+            for n in lengths:
+                head = name[:n]
+                for pattern, bucket in (
+                    (PatternType.UNKNOWN, unknown.buckets.get(head)),
+                    (PatternType.LITERAL, exact if n == size else None),
+                    (PatternType.PREFIXED, prefixed.buckets.get(head)),
+                ):
+                    if bucket is not None:
+                        found.append((pattern, head, bucket))
         if section.wildcard is not None:
             found.append((PatternType.LITERAL, WILDCARD_RESOURCE, section.wildcard))
         return found

@@ -340,9 +340,26 @@ class StandardAuthorizer:
         if not self._ready:
             raise AuthorizerNotReadyError("the authorizer has not completed its initial ACL load")
         op, rt = _op_code(operation), _type_code(resource_type)
-        outcome, acl_id, acl, offset = self._read(
-            lambda index: (*index.explain(rt, resource_name, principal, host, op), index.offset)
-        )
+        for _ in range(_OPTIMISTIC_TRIES):  # _read, inlined: the audit path calls this per request
+            index = self._index
+            version = index.version
+            if version & 1:
+                time.sleep(0)
+                continue
+            try:
+                outcome, acl_id, acl = index.explain(rt, resource_name, principal, host, op)
+            except Exception:
+                if index.version == version:
+                    raise
+                continue
+            if index.version == version:
+                offset = index.offset
+                break
+        else:
+            with self._lock:
+                index = self._index
+                outcome, acl_id, acl = index.explain(rt, resource_name, principal, host, op)
+                offset = index.offset
         if outcome == DENIED_BY_ACL:
             return Decision(DENIED, Rule.ACL, acl_id, acl, offset)
         if outcome == ALLOWED_BY_ACL:
