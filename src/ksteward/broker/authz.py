@@ -28,6 +28,19 @@ def authorize(
     auth = node.authorizer
     if auth is None:
         return True
+    audit = node.audit
+    if audit is None or not (log_if_allowed or log_if_denied):
+        # Nothing will be audited: the plain decision is ~3x cheaper than finding its reason.
+        return (
+            auth.authorize(
+                principal=ctx.principal,
+                host=ctx.client_host,
+                operation=operation,
+                resource_type=resource_type,
+                resource_name=resource_name,
+            )
+            is AuthorizationResult.ALLOWED
+        )
     decision = auth.authorize_with_reason(
         principal=ctx.principal,
         host=ctx.client_host,
@@ -36,8 +49,7 @@ def authorize(
         resource_name=resource_name,
     )
     allowed = decision.result is AuthorizationResult.ALLOWED
-    audit = node.audit
-    if audit is not None and ((allowed and log_if_allowed) or (not allowed and log_if_denied)):
+    if (allowed and log_if_allowed) or (not allowed and log_if_denied):
         audit.write(
             AuditEvent(
                 decision,

@@ -8,7 +8,9 @@ broker answers from the committed image.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
+import gc
 import hashlib
 import logging
 import signal
@@ -19,7 +21,7 @@ from pathlib import Path
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
-from ksteward.authorizer import StandardAuthorizer
+from ksteward.authorizer import AclBinding, StandardAuthorizer
 from ksteward.authorizer.audit import AuditLogWriter
 from ksteward.broker.context import ApiTable
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
@@ -124,6 +126,10 @@ class Server:
         except OSError as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
         self._start_authorizer(image)
+        # Millions of long-lived image objects would make every full GC pass walk them: move the
+        # loaded state out of the collector's generations.
+        gc.collect()
+        gc.freeze()
         self._committer = GroupCommitter(
             metadata_log,
             image,
@@ -155,7 +161,12 @@ class Server:
             )
         except ValueError as exc:
             raise StartupError(f"authorizer: {exc}") from None
-        self._authorizer.load_snapshot([(i, binding_of(r)) for i, r in image.acls.items()], offset=image.offset)
+        bindings = []
+        for acl_id, record in image.acls.items():
+            binding = _binding_or_none(record)
+            if binding is not None:
+                bindings.append((acl_id, binding))
+        self._authorizer.load_snapshot(bindings, offset=image.offset)
         audit_dir = cfg.static.get("audit.log.dir", "").strip()
         if audit_dir:
             try:
@@ -176,9 +187,12 @@ class Server:
             return
         for record in records:
             if isinstance(record, AccessControlEntryRecord):
-                auth.add_acl(record.id, binding_of(record), offset=image.offset)
+                binding = _binding_or_none(record)
+                if binding is not None:
+                    auth.add_acl(record.id, binding, offset=image.offset)
             elif isinstance(record, RemoveAccessControlEntryRecord):
-                auth.remove_acl(record.id, offset=image.offset)
+                with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
+                    auth.remove_acl(record.id, offset=image.offset)
 
     async def _bootstrap(self) -> None:
         """First start: finalize metadata.version. Every start: register this broker if needed."""
@@ -336,6 +350,16 @@ class Server:
         if self._audit is not None:
             self._audit.close()
         log.info("stopped")
+
+
+def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
+    """The record as a binding; None (logged) for codes no binding can hold, such as ANY in a
+    foreign log. CreateAcls never writes those, and such an ACL could never match a request."""
+    try:
+        return binding_of(record)
+    except ValueError as exc:
+        log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
+        return None
 
 
 def _log_dirs(cfg: ServerConfig) -> list[Path]:
