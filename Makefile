@@ -48,6 +48,8 @@ check: lint typecheck test
 
 bench: dev
 	$(PY) bench/server.py
+	$(PY) bench/authorizer.py
+	$(PY) bench/acls.py
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules
