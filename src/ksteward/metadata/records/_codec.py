@@ -14,15 +14,14 @@ ksteward writes from such a record loses those fields. It is only the slow path.
 """
 
 import enum
-import struct
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, Field, fields, is_dataclass
-from types import NoneType, UnionType
-from typing import Any, Union, get_args, get_origin
+from dataclasses import MISSING, Field
+from typing import Any
 
 from kio.serial import entity_reader
 from kio.serial.readers import read_unsigned_varint
+
+from ksteward.protocol.tags import strip_unknown_tags
 
 from ._cluster import CLUSTER_RECORD_TYPES
 from ._encoder import entity_encoder
@@ -183,158 +182,23 @@ def decode_record(buf: Any) -> Any:
     return record
 
 
-# ---------------------------------------------------------------------------------------------
-# Fallback reader. It understands exactly the field shapes used by the record classes here.
-
-_STRUCTS: Mapping[str, struct.Struct] = {
-    "int8": struct.Struct(">b"),
-    "int16": struct.Struct(">h"),
-    "int32": struct.Struct(">i"),
-    "int64": struct.Struct(">q"),
-    "uint16": struct.Struct(">H"),
-    "float64": struct.Struct(">d"),
-}
-
-
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(buf):
-            raise CorruptRecordError("buffer underflow in varint")
-        byte = buf[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise CorruptRecordError("varint longer than 5 bytes")
-
-
-def _take(buf: bytes, pos: int, size: int) -> tuple[bytes, int]:
-    end = pos + size
-    if end > len(buf):
-        raise CorruptRecordError("buffer underflow")
-    return buf[pos:end], end
-
-
-def _scalar_reader(kafka_type: str, nullable: bool) -> _Reader:
-    packer = _STRUCTS.get(kafka_type)
-    if packer is not None:
-        size = packer.size
-
-        def read_fixed(buf: bytes, pos: int) -> tuple[Any, int]:
-            raw, end = _take(buf, pos, size)
-            return packer.unpack(raw)[0], end
-
-        return read_fixed
-    if kafka_type == "bool":
-        return lambda buf, pos: (_take(buf, pos, 1)[0] != b"\x00", pos + 1)
-    if kafka_type == "uuid":
-
-        def read_uuid(buf: bytes, pos: int) -> tuple[Any, int]:
-            raw, end = _take(buf, pos, 16)
-            value = uuid.UUID(bytes=raw)
-            return (None if value.int == 0 else value), end  # same mapping as kio
-
-        return read_uuid
-    if kafka_type in ("string", "bytes"):
-
-        def read_compact(buf: bytes, pos: int) -> tuple[Any, int]:
-            length, pos = _read_uvarint(buf, pos)
-            if length == 0:
-                if not nullable:
-                    raise CorruptRecordError(f"null in a non-nullable {kafka_type}")
-                return None, pos
-            raw, end = _take(buf, pos, length - 1)
-            return (raw.decode() if kafka_type == "string" else raw), end
-
-        return read_compact
-    raise NotImplementedError(f"no fallback reader for kafka_type {kafka_type!r}")
-
-
-def _array_reader(item: _Reader, nullable: bool) -> _Reader:
-    def read_array(buf: bytes, pos: int) -> tuple[Any, int]:
-        length, pos = _read_uvarint(buf, pos)
-        if length == 0:
-            if not nullable:
-                raise CorruptRecordError("null in a non-nullable array")
-            return None, pos
-        items = []
-        for _ in range(length - 1):
-            value, pos = item(buf, pos)
-            items.append(value)
-        return tuple(items), pos
-
-    return read_array
-
-
-def _strip_none(tp: Any) -> tuple[Any, bool]:
-    if get_origin(tp) in (UnionType, Union):
-        args = [a for a in get_args(tp) if a is not NoneType]
-        return args[0], len(args) != len(get_args(tp))
-    return tp, False
-
-
-def _field_reader(f: Field[Any]) -> _Reader:
-    outer, nullable = _strip_none(f.type)
-    if get_origin(outer) is tuple:
-        inner, _ = _strip_none(get_args(outer)[0])
-        if is_dataclass(inner):
-            return _array_reader(_entity_reader(inner), nullable)
-        return _array_reader(_scalar_reader(f.metadata["kafka_type"], False), nullable)
-    if is_dataclass(outer):
-        return _entity_reader(outer)
-    return _scalar_reader(f.metadata["kafka_type"], nullable)
-
-
-_plans: dict[type, _Reader] = {}
-
-
-def _entity_reader(cls: Any) -> _Reader:
-    plan = _plans.get(cls)
-    if plan is not None:
-        return plan
-    plain: list[tuple[str, _Reader]] = []
-    tagged: dict[int, tuple[str, _Reader]] = {}
-    for f in fields(cls):
-        if "tag" in f.metadata:
-            tagged[int(f.metadata["tag"])] = (f.name, _field_reader(f))
-        else:
-            plain.append((f.name, _field_reader(f)))
-
-    def read(buf: bytes, pos: int) -> tuple[Any, int]:
-        values: dict[str, Any] = {}
-        for name, reader in plain:
-            values[name], pos = reader(buf, pos)
-        count, pos = _read_uvarint(buf, pos)
-        for _ in range(count):
-            tag, pos = _read_uvarint(buf, pos)
-            size, pos = _read_uvarint(buf, pos)
-            end = pos + size
-            if end > len(buf):
-                raise CorruptRecordError("tagged field overruns the buffer")
-            known = tagged.get(tag)
-            if known is not None:
-                name, reader = known
-                values[name], used = reader(buf, pos)
-                if used != end:
-                    raise CorruptRecordError(f"tagged field {tag} has a wrong size")
-            pos = end  # an unknown tag is skipped, as KIP-482 asks
-        return cls(**values), pos
-
-    _plans[cls] = read
-    return read
-
-
 def read_entity_skipping_unknown_tags(cls: type, buf: bytes, pos: int) -> tuple[Any, int]:
-    """Read one entity of ``cls`` at ``pos`` in pure Python; returns ``(entity, end)``."""
+    """Read one entity of ``cls`` at ``pos``, skipping tagged fields its schema does not know.
+
+    kio's native reader raises ``KeyError`` on such tags; the protocol layer's schema walker copies
+    the entity without them (the one place ksteward does this), and kio reads the copy. Returns
+    ``(entity, end)`` with ``end`` in ``buf``'s coordinates.
+    """
     try:
-        return _entity_reader(cls)(buf, pos)
+        cleaned, _dropped = strip_unknown_tags(buf, pos, (cls,))
+        entity: Any
+        entity, size = entity_reader(cls)(cleaned, pos)
     except CorruptRecordError:
         raise
-    except (struct.error, UnicodeDecodeError, TypeError, ValueError) as exc:
+    except Exception as exc:  # InvalidRequestError from the walker, kio's decode errors
         raise CorruptRecordError(f"bad {cls.__name__} body: {exc!r}") from exc
+    # Everything after the entity was copied verbatim, so the distance to the end is unchanged.
+    return entity, len(buf) - (len(cleaned) - (pos + size))
 
 
 def field_default(f: Field[Any]) -> Any:
