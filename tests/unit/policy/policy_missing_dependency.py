@@ -1,0 +1,1 @@
+import ksteward_nonexistent_dependency  # noqa: F401
