@@ -30,6 +30,9 @@ const ACTIONS = {
   // ACLs: args are kafkajs's own shapes, with numeric codes (resourceType 2 = TOPIC, 4 = CLUSTER,
   // resourcePatternType 3 = LITERAL, operation 8 = DESCRIBE, permissionType 3 = ALLOW, ...).
   createAcls: (admin, args) => admin.createAcls({ acl: args.acl }),
+  // Topics: args.topics are kafkajs's ITopicConfig objects; returns true when created.
+  createTopics: (admin, args) => admin.createTopics({ topics: args.topics, validateOnly: !!args.validateOnly }),
+  deleteTopics: (admin, args) => admin.deleteTopics({ topics: args.topics }).then(() => true),
   describeAcls: (admin, args) => admin.describeAcls(args),
   deleteAcls: (admin, args) => admin.deleteAcls({ filters: args.filters }),
 }

@@ -8,11 +8,22 @@ node, and through an Envelope once forwarding exists.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
 from ksteward.controller.acls import AclControlManager
 from ksteward.controller.scram import alter_user_scram_credentials
+from ksteward.controller.topic_requests import (
+    CreatePartitionsResult,
+    CreateTopicResult,
+    DeleteTopicResult,
+    NameFilter,
+    NewPartitions,
+    NewTopic,
+    TopicMutation,
+    TopicRef,
+)
+from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.image import MetadataImage
 
 
@@ -26,9 +37,45 @@ class MetadataWriter(Protocol):
 
 
 class Controller:
-    def __init__(self, writer: MetadataWriter) -> None:
+    def __init__(self, writer: MetadataWriter, topics: TopicControlManager | None = None) -> None:
         self.writer = writer
         self.acls = AclControlManager()
+        self.topics = topics or TopicControlManager()
+
+    async def _commit(self, mutation: TopicMutation[Any], validate_only: bool) -> None:
+        if mutation.records and not validate_only:
+            await self.writer.append(list(mutation.records))
+
+    async def create_topics(
+        self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
+        may_describe_configs: NameFilter,
+    ) -> tuple[CreateTopicResult, ...]:  # fmt: skip
+        mutation = self.topics.create_topics(
+            self.writer.latest, topics, validate_only=validate_only, may_create=may_create,
+            may_describe_configs=may_describe_configs,
+        )  # fmt: skip
+        await self._commit(mutation, validate_only)
+        return mutation.results
+
+    async def delete_topics(
+        self, refs: Sequence[TopicRef], *, api_version: int, validate_only: bool, may_describe: NameFilter,
+        may_delete: NameFilter,
+    ) -> tuple[DeleteTopicResult, ...]:  # fmt: skip
+        mutation = self.topics.delete_topics(
+            self.writer.latest, refs, api_version=api_version, validate_only=validate_only,
+            may_describe=may_describe, may_delete=may_delete,
+        )  # fmt: skip
+        await self._commit(mutation, validate_only)
+        return mutation.results
+
+    async def create_partitions(
+        self, topics: Sequence[NewPartitions], *, validate_only: bool, may_alter: NameFilter
+    ) -> tuple[CreatePartitionsResult, ...]:
+        mutation = self.topics.create_partitions(
+            self.writer.latest, topics, validate_only=validate_only, may_alter=may_alter
+        )
+        await self._commit(mutation, validate_only)
+        return mutation.results
 
     async def create_acls(self, creations: Any, api_version: int) -> list[dict[str, Any]]:
         before = self.writer.latest.acls

@@ -11,6 +11,7 @@ from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 
 _COMMON = [
     ApiSpec(18, 0, 4, handle_api_versions),
@@ -25,10 +26,17 @@ _COMMON = [
 ]
 
 
+_TOPICS = [
+    ApiSpec(19, 2, 7, handle_create_topics),
+    ApiSpec(20, 1, 6, handle_delete_topics),
+    ApiSpec(37, 0, 3, handle_create_partitions),
+]
+
+
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, ApiSpec(3, 0, 13, handle_metadata)])
+    return ApiTable([*_COMMON, *_TOPICS, ApiSpec(3, 0, 13, handle_metadata)])
 
 
 def controller_api_table() -> ApiTable:
     """KRaft controllers serve admin clients a subset (KIP-919): no Metadata."""
-    return ApiTable(list(_COMMON))
+    return ApiTable([*_COMMON, *_TOPICS])

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import signal
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +25,14 @@ from kio.static.primitive import i16, i64, u16
 from ksteward.authorizer import AclBinding, StandardAuthorizer
 from ksteward.authorizer.audit import AuditLogWriter
 from ksteward.broker.context import ApiTable
+from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
+from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.acls import binding_of
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.quorum import Controller
+from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
+from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
@@ -39,6 +44,8 @@ from ksteward.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
 )
+from ksteward.policy import PolicyLoadError
+from ksteward.policy.loader import Policies
 from ksteward.protocol.sasl import (
     ScramCredential,
     ScramMechanism,
@@ -82,6 +89,7 @@ class Server:
         self._controller: Controller | None = None
         self._authorizer: StandardAuthorizer | None = None
         self._audit: AuditLogWriter | None = None
+        self._policies: Policies | None = None
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -138,7 +146,7 @@ class Server:
             on_publish=self._on_publish,
         )
         self._metadata_log = metadata_log
-        self._controller = Controller(self._committer)
+        self._controller = Controller(self._committer, self._topic_manager())
         self._committer.start()
         await self._bootstrap()
         runtimes = self._listener_runtimes()
@@ -146,6 +154,48 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+
+    def _topic_manager(self) -> TopicControlManager:
+        """Topic administration with the config catalog's checks and the configured policies."""
+        cfg = self._config
+        try:
+            self._policies = Policies.from_config(cfg.static)
+        except PolicyLoadError as exc:
+            raise StartupError(str(exc)) from None
+
+        def validate_configs(topic: str, configs: Mapping[str, str | None]) -> tuple[int, str] | None:
+            error = validate_topic_configs(configs, log_defaults=self._resolver().topic_log_defaults())
+            return None if error is None else (int(error.code), error.message)
+
+        def describe_configs(topic: str, configs: Mapping[str, str]) -> list[CreatedTopicConfig]:
+            return [
+                CreatedTopicConfig(
+                    name=e.name,
+                    value=e.value,
+                    read_only=e.read_only,
+                    config_source=int(e.source),
+                    is_sensitive=e.is_sensitive,
+                )
+                for e in self._resolver().describe_topic(configs)
+            ]
+
+        return TopicControlManager(
+            TopicSettings.from_config(cfg.static),
+            self._policies,
+            validate_configs=validate_configs,
+            describe_configs=describe_configs,
+        )
+
+    def _resolver(self) -> ConfigResolver:
+        """Effective broker-level values: this node's and the cluster's dynamic configs over server.properties."""
+        assert self._committer is not None
+        configs = self._committer.latest.configs
+        broker = 4  # ConfigResource.Type BROKER
+        return ConfigResolver(
+            broker_configs=configs.get((broker, str(self._config.node_id)), {}),
+            cluster_defaults=configs.get((broker, ""), {}),
+            static=self._config.static,
+        )
 
     def _start_authorizer(self, image: MetadataImage) -> None:
         """Build the authorizer from the loaded image: a snapshot load, which completes the initial load."""
@@ -349,6 +399,8 @@ class Server:
             await asyncio.to_thread(self._metadata_log.close)
         if self._audit is not None:
             self._audit.close()
+        if self._policies is not None:
+            self._policies.close()
         log.info("stopped")
 
 

@@ -1,0 +1,92 @@
+"""CreateTopics (19), DeleteTopics (20) and CreatePartitions (37).
+
+The controller validates and writes the records; this layer decides who may do what and passes
+those decisions in as name filters, because Kafka interleaves them with its other checks (spec
+§4.7): CREATE on the cluster or on each topic, DELETE on the topic, ALTER on the topic for new
+partitions, DESCRIBE to tell an unknown topic from an unauthorized one, DESCRIBE_CONFIGS to show
+a created topic's configs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Set
+from typing import Any
+
+from ksteward.authorizer.enums import AclOperation, ResourceType
+from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.broker.context import Node, RequestContext
+from ksteward.controller.topic_requests import NameFilter, NewPartitions, NewTopic, TopicRef
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import response_class
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+
+
+def _topic_filter(node: Node, ctx: RequestContext, operation: AclOperation) -> NameFilter:
+    def allowed(names: Collection[str]) -> Set[str]:
+        return {n for n in names if authorize(node, ctx, operation, ResourceType.TOPIC, n)}
+
+    return allowed
+
+
+async def handle_create_topics(node: Node, ctx: RequestContext, request: Any) -> Any:
+    # CREATE on the cluster allows every topic; otherwise CREATE on each topic decides (spec §4.7).
+    may_create: NameFilter = (
+        set
+        if authorize(node, ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False)
+        else _topic_filter(node, ctx, AclOperation.CREATE)
+    )
+    results = await node.controller.create_topics(
+        [NewTopic.from_kio(t) for t in request.topics],
+        validate_only=bool(getattr(request, "validate_only", False)),
+        may_create=may_create,
+        may_describe_configs=_topic_filter(node, ctx, AclOperation.DESCRIBE_CONFIGS),
+    )
+    topics = [
+        {
+            "name": r.name,
+            "topic_id": r.topic_id,
+            "error_code": r.error.code,
+            "error_message": r.error.message,
+            "topic_config_error_code": r.topic_config_error_code,
+            "num_partitions": r.num_partitions,
+            "replication_factor": r.replication_factor,
+            "configs": [
+                {
+                    "name": c.name,
+                    "value": c.value,
+                    "read_only": c.read_only,
+                    "config_source": c.config_source,
+                    "is_sensitive": c.is_sensitive,
+                }
+                for c in r.configs
+            ],
+        }
+        for r in results
+    ]
+    return build(response_class(CREATE_TOPICS, ctx.api_version), {"topics": topics})
+
+
+async def handle_delete_topics(node: Node, ctx: RequestContext, request: Any) -> Any:
+    results = await node.controller.delete_topics(
+        TopicRef.list_from_kio(request),
+        api_version=ctx.api_version,
+        validate_only=bool(getattr(request, "validate_only", False)),
+        may_describe=_topic_filter(node, ctx, AclOperation.DESCRIBE),
+        may_delete=_topic_filter(node, ctx, AclOperation.DELETE),
+    )
+    responses = [
+        {"name": r.name, "topic_id": r.topic_id, "error_code": r.error.code, "error_message": r.error.message}
+        for r in results
+    ]
+    return build(response_class(DELETE_TOPICS, ctx.api_version), {"responses": responses})
+
+
+async def handle_create_partitions(node: Node, ctx: RequestContext, request: Any) -> Any:
+    results = await node.controller.create_partitions(
+        [NewPartitions.from_kio(t) for t in request.topics],
+        validate_only=bool(request.validate_only),
+        may_alter=_topic_filter(node, ctx, AclOperation.ALTER),
+    )
+    values = [{"name": r.name, "error_code": r.error.code, "error_message": r.error.message} for r in results]
+    return build(response_class(CREATE_PARTITIONS, ctx.api_version), {"results": values})
