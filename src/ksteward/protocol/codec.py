@@ -19,6 +19,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import BufferUnderflow, DecodeError
 
+from ksteward.protocol import extensions
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
 from ksteward.protocol.tags import strip_unknown_tags
@@ -65,12 +66,14 @@ def peek_header(payload: bytes) -> tuple[int, int, int]:
 
 @cache
 def request_class(api_key: int, api_version: int) -> Any:
-    return load_request_schema(api_key, api_version)
+    extension = extensions.REQUESTS.get((api_key, api_version))
+    return extension if extension is not None else load_request_schema(api_key, api_version)
 
 
 @cache
 def response_class(api_key: int, api_version: int) -> Any:
-    return load_response_schema(api_key, api_version)
+    extension = extensions.RESPONSES.get((api_key, api_version))
+    return extension if extension is not None else load_response_schema(api_key, api_version)
 
 
 @cache

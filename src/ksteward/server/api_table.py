@@ -28,7 +28,7 @@ _COMMON = [
 
 _TOPICS = [
     ApiSpec(19, 2, 7, handle_create_topics),
-    ApiSpec(20, 1, 6, handle_delete_topics),
+    ApiSpec(20, 1, 7, handle_delete_topics),  # v7: the KIP-934 validate_only extension
     ApiSpec(37, 0, 3, handle_create_partitions),
 ]
 
