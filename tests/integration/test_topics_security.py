@@ -158,3 +158,24 @@ def test_delete_topics_v7_validate_only_through_the_ksteward_client(server: Kste
     deleted = _cli(*base, "--topic", "dry")
     assert deleted.returncode == 0, deleted.stderr
     assert "dry" not in topic_names(server)
+
+
+def test_metadata_reports_authorized_operations_when_asked(server: KstewardServer) -> None:
+    request = {"topics": [{"name": "secret", "topic_id": None}], "allow_auto_topic_creation": False,
+               "include_topic_authorized_operations": True}  # fmt: skip
+    topic_ops = {3, 4, 5, 6, 7, 8, 10, 11}  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+    with login(server, "admin", "admin-secret") as admin:
+        (topic,) = admin.request(METADATA, 12, request).body.topics
+        assert int(topic.topic_authorized_operations) == sum(1 << op for op in topic_ops)
+    grant = ("TOPIC", "secret", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")
+    acl_client("kafka-python", server.bootstrap).create(ADMIN, [grant])
+    try:
+        with login(server, "alice", "alice-secret") as alice:
+            (topic,) = alice.request(METADATA, 12, request).body.topics
+            assert int(topic.error_code) == 0
+            assert int(topic.topic_authorized_operations) == 1 << 8  # DESCRIBE only
+            not_asked = {**request, "include_topic_authorized_operations": False}
+            (topic,) = alice.request(METADATA, 12, not_asked).body.topics
+            assert int(topic.topic_authorized_operations) == -(2**31)
+    finally:
+        acl_client("kafka-python", server.bootstrap).delete(ADMIN, [grant])
