@@ -130,7 +130,9 @@ class Server:
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
         try:
-            image, metadata_log = await asyncio.to_thread(load, cfg.metadata_log_dir, log)
+            image, metadata_log = await asyncio.to_thread(
+                load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
+            )
         except OSError as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
         self._start_authorizer(image)
