@@ -41,6 +41,7 @@ async def handle_create_topics(node: Node, ctx: RequestContext, request: Any) ->
         validate_only=bool(getattr(request, "validate_only", False)),
         may_create=may_create,
         may_describe_configs=_topic_filter(node, ctx, AclOperation.DESCRIBE_CONFIGS),
+        describe_created=ctx.api_version >= 5,  # the created topic's configs are in v5+ replies only
     )
     topics = [
         {

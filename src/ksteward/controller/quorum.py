@@ -48,11 +48,11 @@ class Controller:
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
-        may_describe_configs: NameFilter,
+        may_describe_configs: NameFilter, describe_created: bool = True,
     ) -> tuple[CreateTopicResult, ...]:  # fmt: skip
         mutation = self.topics.create_topics(
             self.writer.latest, topics, validate_only=validate_only, may_create=may_create,
-            may_describe_configs=may_describe_configs,
+            may_describe_configs=may_describe_configs, describe_created=describe_created,
         )  # fmt: skip
         await self._commit(mutation, validate_only)
         return mutation.results

@@ -175,6 +175,7 @@ class TopicControlManager:
         may_create: NameFilter | None = None,
         may_describe_configs: NameFilter | None = None,
         charge: QuotaCharge | None = None,
+        describe_created: bool = True,
     ) -> TopicMutation[CreateTopicResult]:
         """CreateTopics v2-v7 (spec §4.5). Results: the topics that reached the controller logic in
         request order, then one "Duplicate topic name." per duplicated name, then the refused
@@ -194,7 +195,7 @@ class TopicControlManager:
         describable = _allowed(candidates, may_describe_configs)
         effective = [t for t in topics if t.name in unique and t.name in authorized]
         try:
-            records, results = self._create(image, effective, describable, charge)
+            records, results = self._create(image, effective, describable, charge, describe_created)
         except _BatchTooLarge:
             refused = ApiError(ErrorCode.policy_violation, _TOO_LARGE)
             return TopicMutation((), tuple(CreateTopicResult(t.name, refused) for t in topics))
@@ -217,7 +218,12 @@ class TopicControlManager:
         return self._collisions
 
     def _create(
-        self, image: MetadataImage, topics: Sequence[NewTopic], describable: Set[str], charge: QuotaCharge | None
+        self,
+        image: MetadataImage,
+        topics: Sequence[NewTopic],
+        describable: Set[str],
+        charge: QuotaCharge | None,
+        describe_created: bool = True,
     ) -> tuple[list[MetadataRecord], list[CreateTopicResult]]:
         errors: dict[str, ApiError] = {}
         for topic in topics:
@@ -247,7 +253,7 @@ class TopicControlManager:
             configs = {key: value for key, value in topic.configs if value is not None}
             refused = self._check_configs(topic.name, configs) if configs else None
             outcome = refused or self._create_one(
-                image, topic, configs, topic.name in describable, charge, new_ids, records
+                image, topic, configs, topic.name in describable, charge, new_ids, records, describe_created
             )
             if isinstance(outcome, ApiError):
                 errors[topic.name] = outcome
@@ -278,6 +284,7 @@ class TopicControlManager:
         charge: QuotaCharge | None,
         new_ids: set[uuid.UUID],
         records: list[MetadataRecord],
+        describe_created: bool = True,
     ) -> CreateTopicResult | ApiError:
         cluster = image.cluster
         parts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
@@ -372,7 +379,10 @@ class TopicControlManager:
             return CreateTopicResult(
                 topic.name, topic_id=topic_id, topic_config_error_code=ErrorCode.topic_authorization_failed
             )
-        described = () if self.describe_configs is None else tuple(self.describe_configs(topic.name, configs))
+        # CreateTopics before v5 has no configs in its reply: describing 33 configs per topic for it
+        # was most of a 1,000-topic request's time (bench/topics.py).
+        describe = describe_created and self.describe_configs is not None
+        described = tuple(self.describe_configs(topic.name, configs)) if describe else ()  # type: ignore[misc]
         return CreateTopicResult(
             topic.name,
             topic_id=topic_id,

@@ -90,6 +90,7 @@ class Server:
         self._authorizer: StandardAuthorizer | None = None
         self._audit: AuditLogWriter | None = None
         self._policies: Policies | None = None
+        self._resolver_cache: tuple[object, ConfigResolver] | None = None
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -189,15 +190,23 @@ class Server:
         )
 
     def _resolver(self) -> ConfigResolver:
-        """Effective broker-level values: this node's and the cluster's dynamic configs over server.properties."""
+        """Effective broker-level values: this node's and the cluster's dynamic configs over server.properties.
+
+        Built once per state of the configs section (a new mapping on every config change), not per
+        topic: building one parses every static key."""
         assert self._committer is not None
         configs = self._committer.latest.configs
+        cached = self._resolver_cache
+        if cached is not None and cached[0] is configs:
+            return cached[1]
         broker = 4  # ConfigResource.Type BROKER
-        return ConfigResolver(
+        resolver = ConfigResolver(
             broker_configs=configs.get((broker, str(self._config.node_id)), {}),
             cluster_defaults=configs.get((broker, ""), {}),
             static=self._config.static,
         )
+        self._resolver_cache = (configs, resolver)
+        return resolver
 
     def _start_authorizer(self, image: MetadataImage) -> None:
         """Build the authorizer from the loaded image: a snapshot load, which completes the initial load."""
