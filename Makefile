@@ -50,6 +50,7 @@ bench: dev
 	$(PY) bench/server.py
 	$(PY) bench/authorizer.py
 	$(PY) bench/acls.py
+	$(PY) bench/topics.py
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules
