@@ -19,11 +19,11 @@ from kio.static.primitive import i8
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
+from ksteward.metadata.ids import random_uuid
 from ksteward.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 
-MAX_RECORDS_PER_USER_OP = 10_000
 CLUSTER_NAME = "kafka-cluster"
-_RESERVED_IDS = (uuid.UUID(int=0), uuid.UUID(int=1))
 
 AclTuple = tuple[int, str, int, str, str, int, int]
 
@@ -54,18 +54,6 @@ def binding_of(record: Any) -> AclBinding:
         operation=AclOperation.from_code(int(record.operation)),
         permission_type=AclPermissionType.from_code(int(record.permission_type)),
     )
-
-
-def new_acl_id(taken: Mapping[Any, Any] | set[Any]) -> uuid.UUID:
-    """A random id, as Kafka's ``Uuid.randomUuid`` draws it, never reused."""
-    while True:
-        candidate = uuid.uuid4()
-        if candidate in _RESERVED_IDS or candidate in taken:
-            continue
-        # Kafka also re-draws ids whose base64 text starts with "-".
-        if (candidate.bytes[0] >> 2) == 62:
-            continue
-        return candidate
 
 
 def _check_raw_codes(*codes: int) -> None:
@@ -166,9 +154,7 @@ class AclControlManager:
             if key in index or key in pending:
                 continue  # a duplicate is a silent success that writes nothing
             pending.add(key)
-            acl_id = new_acl_id(taken if len(taken) else acls)
-            while acl_id in acls or acl_id in taken:
-                acl_id = new_acl_id(taken)
+            acl_id = random_uuid(acls, taken)
             taken.add(acl_id)
             records.append(
                 AccessControlEntryRecord(

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# One user operation may write at most this many records, all or nothing (KAFKA-14996).
+MAX_RECORDS_PER_USER_OP = 10_000
+
 
 @dataclass(frozen=True, slots=True)
 class ControllerResult:

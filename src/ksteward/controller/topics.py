@@ -39,7 +39,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32
 
-from ksteward.controller.acls import MAX_RECORDS_PER_USER_OP, new_acl_id
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL
 from ksteward.controller.replica_placement import (
     AssignmentError,
@@ -50,6 +49,7 @@ from ksteward.controller.replica_placement import (
     usable_brokers,
     validate_manual_assignment,
 )
+from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
 from ksteward.controller.topic_names import (
     CLUSTER_METADATA_TOPIC_NAME,
     collision_index,
@@ -75,6 +75,7 @@ from ksteward.controller.topic_requests import (
     TopicRef,
     TopicSettings,
 )
+from ksteward.metadata.ids import random_uuid
 from ksteward.metadata.image import MetadataImage, TopicImage
 from ksteward.metadata.records import (
     AnyPartitionRecord,
@@ -361,9 +362,7 @@ class TopicControlManager:
         if len(records) + 1 + len(configs) + num_partitions > MAX_RECORDS_PER_USER_OP:
             raise _BatchTooLarge
 
-        topic_id = new_acl_id(image.topics.by_id)
-        while topic_id in new_ids:
-            topic_id = new_acl_id(image.topics.by_id)
+        topic_id = random_uuid(image.topics.by_id, new_ids)
         new_ids.add(topic_id)
         records.append(TopicRecord(name=cast(TopicName, topic.name), topic_id=topic_id))
         records.extend(

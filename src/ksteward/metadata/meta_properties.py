@@ -7,12 +7,13 @@ metadata loses data.
 
 from __future__ import annotations
 
-import base64
 import os
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from ksteward.metadata.ids import random_uuid
+from ksteward.metadata.records.kafka_json import kafka_uuid
 
 FILE_NAME = "meta.properties"
 
@@ -22,16 +23,8 @@ class MetaPropertiesError(Exception):
 
 
 def random_uuid_text() -> str:
-    """A random id in Kafka's text form: 22 characters of URL-safe base64, no padding.
-
-    Like Kafka's ``Uuid.randomUuid``, never the zero id, the metadata topic id (0, 1), or a value
-    whose text starts with ``-`` (it would read as a command-line flag).
-    """
-    while True:
-        u = uuid.uuid4()
-        text = base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
-        if u.int not in (0, 1) and not text.startswith("-"):
-            return text
+    """A random id in Kafka's text form: 22 characters of URL-safe base64, no padding."""
+    return kafka_uuid(random_uuid())
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,7 +67,6 @@ class AuthSession:
         self.enabled = enabled_mechanisms
         self._credentials = credentials
         self._mechanism: _Mechanism | None = None
-        self._mechanism_name = ""
 
     @property
     def authenticated(self) -> bool:
@@ -79,7 +78,6 @@ class AuthSession:
             self.state = State.FAILED
             return False
         creds = self._credentials
-        self._mechanism_name = mechanism
         if mechanism == "PLAIN":
             self._mechanism = PlainServer(creds.plain_verify)
         else:
