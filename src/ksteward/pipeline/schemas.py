@@ -1,0 +1,117 @@
+"""The DataFrame schemas the readers produce and the jobs consume: the pipeline's one contract.
+
+Enum-valued columns hold the upper-case names of ``ksteward.authorizer.enums`` (``TOPIC``, ``READ``,
+``DESCRIBE_CONFIGS``, ``LITERAL``, ``PREFIXED``, ``ALLOW``, ``DENY``), whatever the source format spelled;
+principals keep Kafka's ``Type:name`` form (``User:alice``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+
+def _s(*fields: tuple[str, object, bool]) -> StructType:
+    return StructType([StructField(name, kind, nullable) for name, kind, nullable in fields])  # type: ignore[arg-type]
+
+
+#: One authorization decision, from any audit source (``readers.audit``).
+#: ``rule``/``acl_id``/``image_offset`` are known only for ksteward's own lines; ``method`` is the API
+#: (``kafka.Produce``) when the source says it. ``source_format``: ``ksteward``, ``confluent`` or
+#: ``kafka_authorizer_log``.
+AUTHZ_EVENT_SCHEMA = _s(
+    ("event_time", TimestampType(), False),
+    ("event_date", DateType(), False),
+    ("principal", StringType(), False),
+    ("host", StringType(), False),
+    ("operation", StringType(), False),
+    ("resource_type", StringType(), False),
+    ("resource_name", StringType(), False),
+    ("granted", BooleanType(), False),
+    ("rule", StringType(), True),
+    ("acl_id", StringType(), True),
+    ("image_offset", LongType(), True),
+    ("method", StringType(), True),
+    ("source_format", StringType(), False),
+    ("source_file", StringType(), False),
+    ("source_line", LongType(), False),
+)
+
+#: A line (or batch) a reader could not parse: kept, counted and reported, never silently dropped.
+#: ``source_line`` is the 1-based line number for text sources and the file position for binary ones.
+REJECTS_SCHEMA = _s(
+    ("source_file", StringType(), False),
+    ("source_line", LongType(), False),
+    ("reason", StringType(), False),
+    ("raw", StringType(), True),
+)
+
+#: One metadata record (``readers.metadata``), from a log segment or a ``.checkpoint`` snapshot.
+#: ``payload`` is the record as JSON in the form ``kafka-metadata-shell``/``ksteward metadata dump``
+#: print (``metadata.records.kafka_json``). ``batch_timestamp`` is the batch's max timestamp.
+METADATA_RECORD_SCHEMA = _s(
+    ("source_file", StringType(), False),
+    ("source_kind", StringType(), False),  # "segment" | "snapshot"
+    ("offset", LongType(), False),
+    ("batch_base_offset", LongType(), False),
+    ("batch_timestamp", TimestampType(), False),
+    ("leader_epoch", IntegerType(), False),
+    ("record_type", StringType(), False),  # e.g. "AccessControlEntryRecord"
+    ("record_version", IntegerType(), False),
+    ("payload", StringType(), False),
+)
+
+#: One ACL binding with its id (Kafka's 22-character base64 text form, as in the audit log).
+ACL_SCHEMA = _s(
+    ("acl_id", StringType(), False),
+    ("resource_type", StringType(), False),
+    ("resource_name", StringType(), False),
+    ("pattern_type", StringType(), False),
+    ("principal", StringType(), False),
+    ("host", StringType(), False),
+    ("operation", StringType(), False),
+    ("permission_type", StringType(), False),
+)
+
+#: The columns ``decide`` needs on each request row; any other columns are carried through.
+REQUEST_COLUMNS = ("principal", "host", "operation", "resource_type", "resource_name")
+
+#: The columns ``decide`` adds: ``rule`` is a ``ksteward.authorizer.Rule`` value; ``acl_id`` names the
+#: deciding ACL when ``rule == "acl"`` (the same ACL ``StandardAuthorizer.authorize_with_reason`` names).
+DECISION_SCHEMA = _s(
+    ("granted", BooleanType(), False),
+    ("rule", StringType(), False),
+    ("acl_id", StringType(), True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizerSettings:
+    """The two broker settings besides the ACLs that change a decision."""
+
+    super_users: frozenset[str] = frozenset()
+    allow_everyone_if_no_acl_found: bool = False
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> AuthorizerSettings:
+        """Read ``super.users`` and ``allow.everyone.if.no.acl.found`` as the StandardAuthorizer does."""
+        from ksteward.authorizer.standard import parse_allow_everyone, parse_super_users
+
+        return cls(
+            parse_super_users(props.get("super.users")),
+            parse_allow_everyone(props.get("allow.everyone.if.no.acl.found")),
+        )

@@ -1,0 +1,54 @@
+"""The SparkSession: local by default, never a hard-coded master.
+
+``--master`` wins; under spark-submit (which starts the JVM first and sets ``PYSPARK_GATEWAY_PORT``) the
+master spark-submit was given is used; otherwise ``local[*]``, which needs nothing beyond ``pip install``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+
+#: Settings that suit a laptop-sized local run; spark-submit's ``--conf`` overrides any of them.
+LOCAL_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "4g",
+    "spark.ui.showConsoleProgress": "true",
+}
+
+
+def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline", **conf: str) -> SparkSession:
+    """Return the active SparkSession, or build one.
+
+    ``master``: a Spark master URL, or ``None`` to use spark-submit's or else ``local[*]``.
+    ``conf``: extra ``spark.*`` settings (``spark_sql_shuffle_partitions="4"`` style names are not
+    translated: pass real keys through ``**{"spark.x": "y"}``).
+    """
+    from pyspark.sql import SparkSession
+
+    # Python workers must run the interpreter that has ksteward installed.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master(DEFAULT_MASTER)
+    under_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    for key, value in LOCAL_DEFAULTS.items():
+        if not under_submit:
+            builder = builder.config(key, value)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
