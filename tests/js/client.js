@@ -35,6 +35,10 @@ const ACTIONS = {
   deleteTopics: (admin, args) => admin.deleteTopics({ topics: args.topics }).then(() => true),
   describeAcls: (admin, args) => admin.describeAcls(args),
   deleteAcls: (admin, args) => admin.deleteAcls({ filters: args.filters }),
+  // Configs: args are kafkajs's shapes with numeric resource types (2 = TOPIC, 4 = BROKER).
+  describeConfigs: (admin, args) =>
+    admin.describeConfigs({ resources: args.resources, includeSynonyms: !!args.includeSynonyms }),
+  alterConfigs: (admin, args) => admin.alterConfigs({ resources: args.resources, validateOnly: !!args.validateOnly }),
 }
 
 function readJob () {

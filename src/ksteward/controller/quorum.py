@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
+from ksteward.configs.catalog import ConfigError
 from ksteward.controller.acls import AclControlManager
+from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -37,10 +39,16 @@ class MetadataWriter(Protocol):
 
 
 class Controller:
-    def __init__(self, writer: MetadataWriter, topics: TopicControlManager | None = None) -> None:
+    def __init__(
+        self,
+        writer: MetadataWriter,
+        topics: TopicControlManager | None = None,
+        configs: ConfigControlManager | None = None,
+    ) -> None:
         self.writer = writer
         self.acls = AclControlManager()
         self.topics = topics or TopicControlManager()
+        self.configs = configs or ConfigControlManager(node_id=1, static={})
 
     async def _commit(self, mutation: TopicMutation[Any], validate_only: bool) -> None:
         if mutation.records and not validate_only:
@@ -76,6 +84,16 @@ class Controller:
         )
         await self._commit(mutation, validate_only)
         return mutation.results
+
+    async def alter_configs(
+        self, alterations: Sequence[ConfigAlteration], *, validate_only: bool
+    ) -> list[ConfigError | None]:
+        """AlterConfigs / IncrementalAlterConfigs (spec §2.4 step 4): one outcome per alteration, None on
+        success; the records of every successful resource in one batch, none with ``validate_only``."""
+        records, errors = self.configs.alter(self.writer.latest, alterations)
+        if records and not validate_only:
+            await self.writer.append(list(records))
+        return errors
 
     async def create_acls(self, creations: Any, api_version: int) -> list[dict[str, Any]]:
         before = self.writer.latest.acls

@@ -94,7 +94,7 @@ from ksteward.policy import (
     CreateTopicRequestMetadata,
     DeleteTopicRequestMetadata,
     Policies,
-    PolicyViolation,
+    policy_error,
 )
 
 __all__ = [
@@ -133,14 +133,8 @@ def _allowed(names: Collection[str], decide: NameFilter | None) -> Set[str]:
 
 
 def _check(policy: Any, metadata: Any) -> ApiError | None:
-    try:
-        policy.validate(metadata)
-    except PolicyViolation as exc:
-        return ApiError(ErrorCode.policy_violation, str(exc) or None)
-    except Exception:
-        log.exception("%s.validate raised for %s", type(policy).__qualname__, metadata)
-        return ApiError(ErrorCode.unknown_server_error)
-    return None
+    error = policy_error(policy, metadata)
+    return None if error is None else ApiError(*error)
 
 
 class TopicControlManager:

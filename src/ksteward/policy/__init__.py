@@ -36,7 +36,7 @@ from .interfaces import (
     DeleteTopicRequestMetadata,
     PolicyViolation,
 )
-from .loader import Policies, PolicyLoadError, load_policy
+from .loader import Policies, PolicyLoadError, load_policy, policy_error
 
 __all__ = [
     "AlterConfigPolicy",
@@ -51,4 +51,5 @@ __all__ = [
     "PolicyLoadError",
     "PolicyViolation",
     "load_policy",
+    "policy_error",
 ]

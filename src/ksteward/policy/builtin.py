@@ -13,6 +13,12 @@
     topic.naming.policy.max.partitions=64
     topic.naming.policy.min.replication.factor=3
 
+``ConfigGuardPolicy`` (an :class:`AlterConfigPolicy`)::
+
+    alter.config.policy.class.name=ksteward.policy.builtin.ConfigGuardPolicy
+    config.guard.policy.protected.keys=min.insync.replicas,unclean.leader.election.enable
+    config.guard.policy.max.retention.ms=604800000
+
 Regexes are Python ``re`` patterns that must match the **whole** topic name (as Java's
 ``Matcher.matches`` does). An invalid property value raises ``ValueError`` from ``configure``, so the
 server refuses to start with a message naming the property.
@@ -24,6 +30,9 @@ import re
 from collections.abc import Mapping
 
 from .interfaces import (
+    AlterConfigPolicy,
+    AlterConfigRequestMetadata,
+    ConfigResourceType,
     CreateTopicPolicy,
     CreateTopicRequestMetadata,
     DeleteTopicPolicy,
@@ -36,6 +45,8 @@ NAMING_REGEX = "topic.naming.policy.regex"
 NAMING_MIN_PARTITIONS = "topic.naming.policy.min.partitions"
 NAMING_MAX_PARTITIONS = "topic.naming.policy.max.partitions"
 NAMING_MIN_REPLICATION_FACTOR = "topic.naming.policy.min.replication.factor"
+GUARD_PROTECTED_KEYS = "config.guard.policy.protected.keys"
+GUARD_MAX_RETENTION_MS = "config.guard.policy.max.retention.ms"
 
 
 def _regex(configs: Mapping[str, str], key: str) -> re.Pattern[str] | None:
@@ -149,3 +160,46 @@ def _layout(metadata: CreateTopicRequestMetadata) -> tuple[int, int]:
         sizes = [len(replicas) for replicas in assignments.values()]
         return len(assignments), min(sizes, default=0)
     return metadata.num_partitions or 0, metadata.replication_factor or 0
+
+
+class ConfigGuardPolicy(AlterConfigPolicy):
+    """Refuses config changes to protected keys, and topic retention above a ceiling.
+
+    Properties (each optional):
+      ``config.guard.policy.protected.keys``: comma-separated keys that no AlterConfigs or
+      IncrementalAlterConfigs may set or delete, on any resource (CreateTopics configs included);
+      ``config.guard.policy.max.retention.ms``: a topic's resulting ``retention.ms`` override must not
+      exceed this, nor be -1 (unlimited). It judges the resulting config (``resulting_configs``, a
+      ksteward addition), so a change of another key on a topic whose retention is already too high
+      is refused too; a topic without a ``retention.ms`` override is not judged.
+    """
+
+    def __init__(self) -> None:
+        self.protected: frozenset[str] = frozenset()
+        self.max_retention_ms: int | None = None
+
+    def configure(self, configs: Mapping[str, str]) -> None:
+        raw = configs.get(GUARD_PROTECTED_KEYS) or ""
+        self.protected = frozenset(k.strip() for k in raw.split(",") if k.strip())
+        self.max_retention_ms = _positive_int(configs, GUARD_MAX_RETENTION_MS)
+
+    def validate(self, request_metadata: AlterConfigRequestMetadata) -> None:
+        resource = request_metadata.resource
+        touched = sorted(self.protected & request_metadata.configs.keys())
+        if touched:
+            raise PolicyViolation(
+                f"{', '.join(touched)} of {resource.type.name} '{resource.name}' may not be changed: "
+                f"listed in {GUARD_PROTECTED_KEYS}."
+            )
+        ceiling = self.max_retention_ms
+        retention = request_metadata.resulting_configs.get("retention.ms")
+        if ceiling is None or resource.type is not ConfigResourceType.TOPIC or retention is None:
+            return
+        try:
+            value = int(retention.strip())
+        except ValueError:
+            return  # not a number: the config validator has refused it already
+        if value == -1 or value > ceiling:
+            raise PolicyViolation(
+                f"retention.ms={retention} of topic '{resource.name}' exceeds {GUARD_MAX_RETENTION_MS}={ceiling}."
+            )

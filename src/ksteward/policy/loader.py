@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .interfaces import AlterConfigPolicy, CreateTopicPolicy, DeleteTopicPolicy
+from kio.schema.errors import ErrorCode
+
+from .interfaces import AlterConfigPolicy, CreateTopicPolicy, DeleteTopicPolicy, PolicyViolation
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +122,21 @@ class Policies:
                 policy.close()
             except Exception:
                 log.exception("closing %s failed", type(policy).__qualname__)
+
+
+def policy_error(
+    policy: CreateTopicPolicy | DeleteTopicPolicy | AlterConfigPolicy, metadata: object
+) -> tuple[ErrorCode, str | None] | None:
+    """Run ``policy.validate(metadata)``: None if it passes, POLICY_VIOLATION with the policy's message if it
+    raises PolicyViolation, UNKNOWN_SERVER_ERROR (logged, message withheld) if it raises anything else."""
+    try:
+        policy.validate(metadata)  # type: ignore[arg-type]
+    except PolicyViolation as exc:
+        return ErrorCode.policy_violation, str(exc) or None
+    except Exception:
+        log.exception("%s.validate raised for %s", type(policy).__qualname__, metadata)
+        return ErrorCode.unknown_server_error, None
+    return None
 
 
 def _maybe_load(

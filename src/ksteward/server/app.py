@@ -29,6 +29,7 @@ from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.acls import binding_of
+from ksteward.controller.configs import ConfigControlManager
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.quorum import Controller
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
@@ -90,7 +91,6 @@ class Server:
         self._authorizer: StandardAuthorizer | None = None
         self._audit: AuditLogWriter | None = None
         self._policies: Policies | None = None
-        self._resolver_cache: tuple[object, ConfigResolver] | None = None
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -149,7 +149,9 @@ class Server:
             on_publish=self._on_publish,
         )
         self._metadata_log = metadata_log
-        self._controller = Controller(self._committer, self._topic_manager())
+        topics = self._topic_manager()
+        configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
+        self._controller = Controller(self._committer, topics, configs)
         self._committer.start()
         await self._bootstrap()
         runtimes = self._listener_runtimes()
@@ -190,23 +192,9 @@ class Server:
         )
 
     def _resolver(self) -> ConfigResolver:
-        """Effective broker-level values: this node's and the cluster's dynamic configs over server.properties.
-
-        Built once per state of the configs section (a new mapping on every config change), not per
-        topic: building one parses every static key."""
-        assert self._committer is not None
-        configs = self._committer.latest.configs
-        cached = self._resolver_cache
-        if cached is not None and cached[0] is configs:
-            return cached[1]
-        broker = 4  # ConfigResource.Type BROKER
-        resolver = ConfigResolver(
-            broker_configs=configs.get((broker, str(self._config.node_id)), {}),
-            cluster_defaults=configs.get((broker, ""), {}),
-            static=self._config.static,
-        )
-        self._resolver_cache = (configs, resolver)
-        return resolver
+        """Effective broker-level values: this node's and the cluster's dynamic configs over server.properties."""
+        assert self._committer is not None and self._controller is not None
+        return self._controller.configs.resolver(self._committer.latest)
 
     def _start_authorizer(self, image: MetadataImage) -> None:
         """Build the authorizer from the loaded image: a snapshot load, which completes the initial load."""
