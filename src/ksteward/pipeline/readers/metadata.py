@@ -1,0 +1,229 @@
+"""Read a KRaft metadata log (segments and ``.checkpoint`` snapshots) into a DataFrame of records.
+
+    records, rejects = read_metadata(spark, "/var/lib/ksteward/data")   # or .../__cluster_metadata-0
+
+``path`` is a ksteward data dir, a real Kafka ``__cluster_metadata-0`` directory (the format is the same),
+a directory holding segments directly, or one ``.log`` / ``.checkpoint`` file.
+
+**Parallelism.** The driver only lists the files. Their paths are parallelized one file per slice and each
+Spark task decodes its file with ksteward's own code (``metadata.batch.iter_batches``,
+``metadata.records.decode_record``, ``metadata.records.kafka_json.record_json``,
+``metadata.log.read_snapshot``), so N files decode in N tasks. The files must therefore be readable at the
+same path from every executor (always true for ``local[*]``; a shared file system on a cluster). The decoded
+rows are persisted (memory and disk) so that ``frame`` and ``rejects`` decode each file once.
+
+**frame** (``METADATA_RECORD_SCHEMA``), one row per metadata record:
+
+- ``source_file`` string: the file's path; ``source_kind``: ``segment`` or ``snapshot``.
+- ``offset`` long: the record's log offset. For a snapshot row it is the snapshot's last contained offset
+  (its end offset - 1), the same for every record of the snapshot: the offset whose state it holds.
+- ``batch_base_offset`` long: the batch's base offset (segments); the same as ``offset`` for snapshot rows.
+- ``batch_timestamp`` timestamp: the batch's maxTimestamp (segments); for snapshot rows the
+  ``lastContainedLogTimestamp`` of the snapshot's SnapshotHeader, i.e. the log time of the state it holds.
+- ``leader_epoch`` int: the batch's partitionLeaderEpoch; for snapshots the epoch in the file name.
+- ``record_type`` string: Kafka's record name (``AccessControlEntryRecord``, ``PartitionRecord``);
+  ``record_version`` int. (The payload's ``type`` is the dump's enum spelling, ``ACCESS_CONTROL_ENTRY_RECORD``.)
+- ``payload`` string: ``{"type":..,"version":..,"data":{..}}``, exactly what ``ksteward metadata dump``
+  prints as ``payload``, with secrets already hidden by ``metadata.redact`` (the value of a ConfigRecord
+  whose key is sensitive, a SCRAM credential's salt, storedKey and serverKey all read ``[hidden]``).
+
+Control records (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters, commit/abort markers) are not
+rows: they change no state. Metadata transactions (Begin/End/AbortTransactionRecord) are ordinary
+metadata records and are rows; ``jobs.state`` honours them.
+
+**rejects** (``REJECTS_SCHEMA``), ``source_line`` being the byte position in the file:
+
+- a torn tail (bytes at the end of a file that do not form a whole batch): position where it starts;
+- a corrupt batch (CRC mismatch, impossible length, bad magic, records that do not add up) or one in an
+  unsupported compression codec: its position; the rest of that file is unreadable and is not read;
+- a record that cannot be decoded (unknown apiKey/version, bad bytes): its batch's position, the offset in
+  the reason, and ``raw`` a JSON object with its apiKey, version and size (never its bytes: they may hold
+  secrets);
+- a snapshot that fails validation (a bad CRC, no header or footer): position 0, the reason naming the
+  position; none of its records are rows, since part of a snapshot is not a state.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import mmap
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ksteward.metadata.batch import CorruptBatchError, UnsupportedCompressionError, iter_batches
+from ksteward.metadata.log import (
+    PARTITION_DIR_NAME,
+    CorruptSnapshotError,
+    list_segments,
+    list_snapshots,
+    partition_dir,
+    read_snapshot,
+)
+from ksteward.metadata.records import CorruptRecordError, UnknownRecordTypeError, decode_record, read_frame
+from ksteward.metadata.records.control import ControlRecordType, CorruptControlRecordError, decode_control_record
+from ksteward.metadata.records.kafka_json import record_json
+from ksteward.pipeline.schemas import METADATA_RECORD_SCHEMA, REJECTS_SCHEMA
+
+from . import InputError, ReadResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["metadata_files", "read_metadata"]
+
+SEGMENT = "segment"
+_VERSION_SUFFIX = re.compile(r"V\d+$")
+SNAPSHOT = "snapshot"
+
+# One decoded item: (True, METADATA_RECORD_SCHEMA row) or (False, REJECTS_SCHEMA row).
+_Item = tuple[bool, tuple[Any, ...]]
+
+
+def metadata_files(path: str | os.PathLike[str]) -> list[Path]:
+    """The files ``read_metadata`` reads for ``path``: snapshots (newest first), then segments by offset.
+
+    Raises InputError when ``path`` is neither a metadata directory nor a ``.log``/``.checkpoint`` file.
+    """
+    p = Path(path)
+    if p.is_file() and p.suffix in (".log", ".checkpoint"):
+        return [p]
+    if not p.is_dir():
+        raise InputError(f"{p}: not a metadata log directory, a .log segment or a .checkpoint snapshot")
+    directory = partition_dir(p)
+    if not directory.is_dir() and p.name != PARTITION_DIR_NAME:
+        directory = p  # a directory holding segments directly
+    return [s.path for s in list_snapshots(directory)] + list_segments(directory)
+
+
+def read_metadata(spark: SparkSession, path: str | os.PathLike[str]) -> ReadResult:
+    """Every metadata record under ``path`` (see the module docstring for the schemas and rejects)."""
+    from pyspark import StorageLevel
+
+    files = [str(f) for f in metadata_files(path)]
+    sc = spark.sparkContext
+    decoded = sc.parallelize(files, max(len(files), 1)).mapPartitions(_decode_files)
+    decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK).setName(f"metadata records of {path}")
+    frame = spark.createDataFrame(decoded.filter(_is_record).map(_row), METADATA_RECORD_SCHEMA, verifySchema=False)
+    rejects = spark.createDataFrame(decoded.filter(_is_reject).map(_row), REJECTS_SCHEMA, verifySchema=False)
+    return ReadResult(frame, rejects)
+
+
+def _is_record(item: _Item) -> bool:
+    return item[0]
+
+
+def _is_reject(item: _Item) -> bool:
+    return not item[0]
+
+
+def _row(item: _Item) -> tuple[Any, ...]:
+    return item[1]
+
+
+# --- in the Spark tasks ---------------------------------------------------------------------------
+
+
+def _decode_files(paths: Iterable[str]) -> Iterator[_Item]:
+    for path in paths:
+        yield from decode_file(Path(path))
+
+
+def decode_file(path: Path) -> Iterator[_Item]:
+    """The records and rejects of one segment or snapshot file (what one Spark task does)."""
+    snapshot: tuple[int, int] | None = None
+    if path.suffix == ".checkpoint":
+        try:
+            end_offset, epoch, values = read_snapshot(path)
+        except (CorruptSnapshotError, ValueError, OSError) as exc:
+            yield _reject(path, 0, f"snapshot rejected: {exc}")
+            return
+        del values  # validated; the batches are walked below for their offsets and positions
+        snapshot = (end_offset - 1, epoch)
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+            yield from _decode_batches(path, buf, snapshot)
+    except OSError as exc:
+        yield _reject(path, 0, f"cannot read the file: {exc}")
+
+
+def _decode_batches(path: Path, buf: mmap.mmap, snapshot: tuple[int, int] | None) -> Iterator[_Item]:
+    source = str(path)
+    kind = SEGMENT if snapshot is None else SNAPSHOT
+    snapshot_time = _utc(-1)
+    batches = iter_batches(buf)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            if batches.torn:
+                torn = len(buf) - batches.valid_bytes
+                yield _reject(path, batches.valid_bytes, f"torn batch at the end of the file ({torn} bytes)")
+            return
+        except (CorruptBatchError, UnsupportedCompressionError) as exc:
+            position = getattr(exc, "position", batches.valid_bytes)
+            yield _reject(path, position, f"{exc}; the rest of the file is not read")
+            return
+        if batch.is_control:
+            if snapshot is not None:
+                snapshot_time = _header_time(batch.records, snapshot_time)
+            continue
+        if snapshot is None:
+            base, epoch, when = batch.base_offset, batch.leader_epoch, _utc(batch.timestamp_ms)
+        else:
+            base, epoch, when = snapshot[0], snapshot[1], snapshot_time
+        for offset, _timestamp, _key, value in batch.records:
+            row_offset = offset if snapshot is None else base
+            try:
+                if value is None:
+                    raise CorruptRecordError("metadata record without a value")
+                record = decode_record(value)
+                rendered = record_json(record, redact=True)
+            except (UnknownRecordTypeError, CorruptRecordError) as exc:
+                yield _reject(path, batch.file_position, f"offset {offset}: {exc}", _undecodable(value))
+                continue
+            payload = json.dumps(rendered, separators=(",", ":"))
+            name, version = _record_type(record), rendered["version"]
+            yield True, (source, kind, row_offset, base, when, epoch, name, version, payload)
+
+
+def _record_type(record: object) -> str:
+    """Kafka's record class name (``PartitionRecord``): kio-style classes carry a ``V<n>`` suffix per version."""
+    return _VERSION_SUFFIX.sub("", type(record).__name__)
+
+
+def _header_time(records: Iterable[tuple[int, int, bytes | None, bytes | None]], default: datetime.datetime) -> Any:
+    """The SnapshotHeader's lastContainedLogTimestamp, if this control batch holds the header."""
+    for _offset, _ts, key, value in records:
+        try:
+            control_type, message = decode_control_record(key, value)
+        except (CorruptControlRecordError, ValueError):
+            continue
+        if control_type == ControlRecordType.SNAPSHOT_HEADER:
+            return _utc(int(message.last_contained_log_timestamp))
+    return default
+
+
+def _undecodable(value: bytes | None) -> str:
+    """What is safe to keep of an undecodable record: its frame's apiKey and version, and its size."""
+    if value is None:
+        return json.dumps({"size": None})
+    try:
+        api_key, version, _ = read_frame(value)
+    except CorruptRecordError:
+        return json.dumps({"size": len(value)})
+    return json.dumps({"apiKey": api_key, "version": version, "size": len(value)})
+
+
+def _reject(path: Path, position: int, reason: str, raw: str | None = None) -> _Item:
+    return False, (str(path), int(position), reason, raw)
+
+
+def _utc(millis: int) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(millis / 1000, datetime.UTC)
