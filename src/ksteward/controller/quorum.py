@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from ksteward.configs.catalog import ConfigError
 from ksteward.controller.acls import AclControlManager
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.mutation_quota import MutationQuotas
+from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
 from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -22,6 +24,7 @@ from ksteward.controller.topic_requests import (
     NameFilter,
     NewPartitions,
     NewTopic,
+    QuotaCharge,
     TopicMutation,
     TopicRef,
 )
@@ -47,6 +50,7 @@ class Controller:
     ) -> None:
         self.writer = writer
         self.acls = AclControlManager()
+        self.mutation_quotas = MutationQuotas()  # KIP-599 buckets
         self.topics = topics or TopicControlManager()
         self.configs = configs or ConfigControlManager(node_id=1, static={})
 
@@ -56,31 +60,32 @@ class Controller:
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
-        may_describe_configs: NameFilter, describe_created: bool = True,
+        may_describe_configs: NameFilter, describe_created: bool = True, charge: QuotaCharge | None = None,
     ) -> tuple[CreateTopicResult, ...]:  # fmt: skip
         mutation = self.topics.create_topics(
             self.writer.latest, topics, validate_only=validate_only, may_create=may_create,
-            may_describe_configs=may_describe_configs, describe_created=describe_created,
+            may_describe_configs=may_describe_configs, describe_created=describe_created, charge=charge,
         )  # fmt: skip
         await self._commit(mutation, validate_only)
         return mutation.results
 
     async def delete_topics(
         self, refs: Sequence[TopicRef], *, api_version: int, validate_only: bool, may_describe: NameFilter,
-        may_delete: NameFilter,
+        may_delete: NameFilter, charge: QuotaCharge | None = None,
     ) -> tuple[DeleteTopicResult, ...]:  # fmt: skip
         mutation = self.topics.delete_topics(
             self.writer.latest, refs, api_version=api_version, validate_only=validate_only,
-            may_describe=may_describe, may_delete=may_delete,
+            may_describe=may_describe, may_delete=may_delete, charge=charge,
         )  # fmt: skip
         await self._commit(mutation, validate_only)
         return mutation.results
 
     async def create_partitions(
-        self, topics: Sequence[NewPartitions], *, validate_only: bool, may_alter: NameFilter
-    ) -> tuple[CreatePartitionsResult, ...]:
+        self, topics: Sequence[NewPartitions], *, validate_only: bool, may_alter: NameFilter,
+        charge: QuotaCharge | None = None,
+    ) -> tuple[CreatePartitionsResult, ...]:  # fmt: skip
         mutation = self.topics.create_partitions(
-            self.writer.latest, topics, validate_only=validate_only, may_alter=may_alter
+            self.writer.latest, topics, validate_only=validate_only, may_alter=may_alter, charge=charge
         )
         await self._commit(mutation, validate_only)
         return mutation.results
@@ -111,6 +116,16 @@ class Controller:
             durable = self.writer.append(records)
             self.acls.observe(before, self.writer.latest.acls, records)
             await durable
+        return results
+
+    async def alter_client_quotas(
+        self, alterations: Sequence[QuotaAlteration], *, validate_only: bool
+    ) -> list[QuotaAlterationResult]:
+        """AlterClientQuotas: one result per distinct entity; the records of every valid entity in one
+        batch, none with ``validate_only``."""
+        records, results = alter_client_quotas(self.writer.latest.client_quotas, alterations)
+        if records and not validate_only:
+            await self.writer.append(list(records))
         return results
 
     async def alter_user_scram_credentials(self, request: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from ksteward.broker.context import ApiSpec, ApiTable
+from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 
@@ -24,6 +25,8 @@ _COMMON = [
     ApiSpec(29, 1, 3, handle_describe_acls),
     ApiSpec(30, 1, 3, handle_create_acls),
     ApiSpec(31, 1, 3, handle_delete_acls),
+    ApiSpec(48, 0, 1, handle_describe_client_quotas),
+    ApiSpec(49, 0, 1, handle_alter_client_quotas),
     ApiSpec(32, 1, 4, handle_describe_configs),
     ApiSpec(33, 0, 2, handle_alter_configs),
     ApiSpec(44, 0, 1, handle_incremental_alter_configs),
