@@ -35,9 +35,10 @@ from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
 from ksteward.controller.configs import ConfigAlteration
 from ksteward.controller.topic_names import validation_error
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import response_class
+from ksteward.protocol.codec import PreEncoded, response_class
+from ksteward.protocol.fast_describe_configs import ResourceResult, encode_describe_configs_response
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 
 T, B, BL = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER
 _UNSUPPORTED: Final = (ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS)
@@ -85,22 +86,6 @@ def _node_id(name: str, node_id: int, *, noun: str = "Node", expected: str = "{i
 # ---------------------------------------------------------------------------------------------- describe
 
 
-def _entry(view: ConfigEntryView, version: int) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "name": view.name,
-        "value": view.value,
-        "read_only": view.read_only,
-        "is_sensitive": view.is_sensitive,
-    }
-    if version >= 1:
-        entry["config_source"] = int(view.source)
-        entry["synonyms"] = [{"name": s.name, "value": s.value, "source": int(s.source)} for s in view.synonyms]
-    if version >= 3:
-        entry["config_type"] = int(view.config_type)
-        entry["documentation"] = view.documentation
-    return entry
-
-
 def _logger_entries(keys: Sequence[str] | None) -> list[ConfigEntryView]:
     levels = logger_levels()
     names = [n for n in levels if not keys or n in keys]
@@ -141,40 +126,30 @@ async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any)
     documentation = bool(getattr(request, "include_documentation", False))
     resources = list(request.resources)
     types = [ConfigResourceType.from_code(r.resource_type) for r in resources]
-    results: list[dict[str, Any]] = []
+    results: list[ResourceResult] = []
     if any(t is ConfigResourceType.UNKNOWN for t in types):
         # Kafka throws while sorting resources by authorization: the whole request fails.
         bad = next(r for r, t in zip(resources, types, strict=True) if t is ConfigResourceType.UNKNOWN)
         message = f"Unexpected resource type UNKNOWN for resource {bad.resource_name}"
-        results = [_result(r.resource_type, r.resource_name, ErrorCode.invalid_request, message) for r in resources]
-        return build(response_class(DESCRIBE_CONFIGS, version), {"results": results})
+        results = [(ErrorCode.invalid_request, message, r.resource_type, r.resource_name, ()) for r in resources]
+        return PreEncoded(encode_describe_configs_response(version, ctx.correlation_id, results))
     resolver = node.controller.configs.resolver(node.image)
-    denied: list[dict[str, Any]] = []
+    denied: list[ResourceResult] = []
     for resource, rtype in zip(resources, types, strict=True):
         name = resource.resource_name
         if not _may(node, ctx, AclOperation.DESCRIBE_CONFIGS, rtype, name):
-            denied.append(_result(rtype, name, *_denied(rtype)))
+            code, message = _denied(rtype)
+            denied.append((code, message, rtype, name, ()))
             continue
         keys = resource.configuration_keys or None
         outcome = _describe_one(node, resolver, rtype, name, keys, synonyms, documentation)
         if isinstance(outcome, ConfigError):
-            results.append(_result(rtype, name, outcome.code, outcome.message))
+            results.append((outcome.code, outcome.message, rtype, name, ()))
         else:
-            results.append(_result(rtype, name, ErrorCode.none, "", [_entry(v, version) for v in outcome]))
-    # Kafka answers the authorized resources first, then the refused ones.
-    return build(response_class(DESCRIBE_CONFIGS, version), {"results": results + denied})
-
-
-def _result(
-    rtype: int, name: str, code: ErrorCode, message: str | None, configs: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "error_message": message,
-        "resource_type": int(rtype),
-        "resource_name": name,
-        "configs": configs or [],
-    }
+            results.append((ErrorCode.none, "", rtype, name, outcome))
+    # Kafka answers the authorized resources first, then the refused ones. The frame is encoded directly
+    # (byte-identical to kio, see fast_describe_configs): kio costs ~25 µs an entry.
+    return PreEncoded(encode_describe_configs_response(version, ctx.correlation_id, results + denied))
 
 
 # ---------------------------------------------------------------------------------------------- alter
