@@ -51,6 +51,7 @@ bench: dev
 	$(PY) bench/authorizer.py
 	$(PY) bench/acls.py
 	$(PY) bench/topics.py
+	$(PY) bench/configs.py
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules

@@ -84,6 +84,16 @@ def test_bad_config_is_one_line(
     assert len(output_lines(text)) == 1, f"a bad config must print nothing else:\n{text}"
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [{"controller.quota.window.num": "0"}, {"controller.quota.window.size.seconds": "soon"}],
+    ids=["window-num-zero", "window-size-not-a-number"],
+)
+def test_bad_mutation_quota_window_is_one_line(server_factory: ServerFactory, overrides: dict[str, str]) -> None:
+    rc, text = server_factory("server", overrides).run_to_exit()
+    assert_one_line_refusal(rc, text, "ksteward: cannot start:", "controller.quota.window")
+
+
 def test_missing_process_roles_is_one_line(server_factory: ServerFactory) -> None:
     server = server_factory()
     remove_key(server.config_path, "process.roles")

@@ -31,6 +31,7 @@ from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.acls import binding_of
 from ksteward.controller.configs import ConfigControlManager
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
+from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
 from ksteward.controller.quorum import Controller
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
@@ -152,6 +153,7 @@ class Server:
         topics = self._topic_manager()
         configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
         self._controller = Controller(self._committer, topics, configs)
+        self._controller.mutation_quotas = self._mutation_quotas()
         self._committer.start()
         await self._bootstrap()
         runtimes = self._listener_runtimes()
@@ -159,6 +161,21 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+
+    def _mutation_quotas(self) -> MutationQuotas:
+        """KIP-599's buckets hold ``controller.quota.window.num`` windows of
+        ``controller.quota.window.size.seconds`` each (Kafka's defaults: 11 of 1 s)."""
+        static = self._config.static
+        try:
+            samples = int(static.get("controller.quota.window.num", DEFAULT_SAMPLES))
+            seconds = float(static.get("controller.quota.window.size.seconds", DEFAULT_WINDOW_SECONDS))
+        except ValueError as exc:
+            raise StartupError(f"controller.quota.window.*: {exc}") from None
+        if samples < 1 or not seconds >= 1:
+            raise StartupError(
+                "controller.quota.window.num and controller.quota.window.size.seconds must be at least 1"
+            )
+        return MutationQuotas(samples=samples, window_seconds=seconds)
 
     def _topic_manager(self) -> TopicControlManager:
         """Topic administration with the config catalog's checks and the configured policies."""
