@@ -40,11 +40,10 @@ from typing import IO, TYPE_CHECKING, NamedTuple
 from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.metadata.redact import HIDDEN, SENSITIVE_KEY_SUFFIXES
-from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.readers import InputError, conform
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
 __all__ = ["State", "StateUnavailableError", "Target", "add_arguments", "parse_at", "resolve_target", "run",
            "state_at", "state_for"]  # fmt: skip
@@ -245,7 +244,7 @@ def _enum_name(enum: type[ResourceType | PatternType | AclOperation | AclPermiss
     from pyspark.sql import functions as F
 
     names = F.create_map(*[F.lit(x) for member in enum for x in (int(member), member.name)])
-    return F.coalesce(F.element_at(names, code), F.lit("UNKNOWN"))
+    return F.coalesce(F.try_element_at(names, code), F.lit("UNKNOWN"))
 
 
 def _latest(frame: DataFrame, keys: list[str | Column], *columns: str) -> DataFrame:
@@ -277,7 +276,7 @@ def _acls(records: DataFrame) -> DataFrame:
         _enum_name(AclOperation, F.col("operation")).alias("operation"),
         _enum_name(AclPermissionType, F.col("permissionType")).alias("permission_type"),
     )
-    return _conform(acls, ACL_SCHEMA)
+    return conform(acls, ACL_SCHEMA)
 
 
 def _topics(records: DataFrame) -> DataFrame:
@@ -330,7 +329,7 @@ def _configs(records: DataFrame) -> DataFrame:
     )
     types = F.create_map(*[F.lit(x) for m in ConfigResourceType for x in (int(m), m.name)])
     return kept.select(
-        F.coalesce(F.element_at(types, F.col("resourceType")), F.lit("UNKNOWN")).alias("resource_type"),
+        F.coalesce(F.try_element_at(types, F.col("resourceType")), F.lit("UNKNOWN")).alias("resource_type"),
         F.col("resourceName").alias("resource_name"),
         "name",
         F.when(_sensitive(F.col("name")), F.lit(HIDDEN)).otherwise(F.col("value")).alias("value"),
@@ -360,19 +359,3 @@ def _quotas(records: DataFrame) -> DataFrame:
     return latest.where(~F.coalesce("remove", F.lit(False))).select(
         F.map_from_entries("entity").alias("entity"), "key", "value"
     )
-
-
-def _conform(frame: DataFrame, schema: StructType) -> DataFrame:
-    """``frame`` (already with ``schema``'s names, order and types) with ``schema``'s nullability.
-
-    Parsed JSON columns are nullable to Spark, but a non-nullable field of a Kafka record is never null in a
-    decoded one: ``coalesce`` with a typed literal only tells Spark so (and keeps the contract's schema).
-    """
-    from pyspark.sql import functions as F
-
-    return frame.select(
-        *[
-            F.col(f.name) if f.nullable else F.coalesce(F.col(f.name), F.lit("").cast(f.dataType)).alias(f.name)
-            for f in schema.fields
-        ]
-    ).to(schema)

@@ -1,0 +1,253 @@
+"""Read authorization audit logs into ``AUTHZ_EVENT_SCHEMA``, whatever wrote them.
+
+    events, rejects = read_audit(spark, ["/var/log/ksteward/audit", "/var/log/kafka/kafka-authorizer.log*"])
+
+Each line is recognised on its own, so one file may mix formats:
+
+- ``ksteward``: ksteward's CloudEvents lines (``ksteward.authorizer.audit``); ``rule``, ``acl_id``
+  (``data.ksteward.acl.id``) and ``image_offset`` (``data.ksteward.imageOffset``; -1, "unknown", becomes null)
+  come from ``data.ksteward``.
+- ``confluent``: Confluent Platform's audit events, the same JSON without ``data.ksteward``. ``rule``,
+  ``acl_id`` and ``image_offset`` are null. Events of another ``type`` than
+  ``io.confluent.kafka.server/authorization`` are rejected (the reason says which type).
+- ``kafka_authorizer_log``: Kafka's ``kafka.authorizer.logger`` log4j lines. Both texts are read: the KRaft
+  ``StandardAuthorizer`` (3.x/4.x), ``... is Denied operation = READ from host = 10.0.0.1 on resource =
+  Topic:LITERAL:orders for request = Fetch with resourceRefCount = 1 based on rule DefaultDeny``, and the
+  ZooKeeper-era ``AclAuthorizer`` (``Operation = Read``, no ``based on rule``). The time is the log4j prefix
+  ``[2025-01-31 12:00:00,123]`` taken as UTC; ``method`` is ``kafka.`` + the request name; ``rule`` is
+  Kafka's rule in ksteward's words (``SuperUser`` -> ``super_user``, ``DefaultAllow`` ->
+  ``allow_everyone_default``, ``DefaultDeny`` -> ``no_matching_acl``, ``MatchingAcl(...)`` -> ``acl``), null
+  for AclAuthorizer lines; Kafka logs no ACL id.
+
+Operations and resource types are normalised to the enum names of ``ksteward.authorizer.enums`` from any
+spelling (``DescribeConfigs``, ``DESCRIBE_CONFIGS``, ``TransactionalId``); an unknown one rejects the line.
+``host`` loses the ``/`` that Java's ``InetAddress.toString`` puts in front. ``event_date`` is the UTC date.
+
+**Paths.** Each of ``paths`` is a file, a glob, or a directory. A directory contributes its files named
+``audit*.log*`` (ksteward's ``audit.log`` and rotated ``audit-<time>Z.log``) and ``*authorizer*.log*``
+(Kafka's ``kafka-authorizer.log`` and its dated roll-overs), not other logs (``server.log`` would only fill
+the rejects): name those explicitly or by a glob. Gzipped files are read too. A path with a URL scheme
+(``hdfs://``, ``s3a://``) goes to Spark as is.
+
+**Line numbers** are exact and 1-based, computed in the JVM: Spark may split a large file into blocks, and
+a block's lines come in order, so a first small pass counts the lines of each (file, block) and a running
+sum per file gives each block's first line number; the parsing pass adds a line's index within its block
+(from ``monotonically_increasing_id``, which numbers a partition's rows in order). Each file is thus read
+twice, both times in parallel and without Python.
+
+**rejects** (``REJECTS_SCHEMA``): ``source_line`` is the line number, ``raw`` the line (at most 4096 chars),
+``reason`` one of: malformed JSON; not an authorization event; a missing field (named); an unknown
+operation or resource type; an unreadable time; not an audit line (neither JSON nor a
+``kafka.authorizer.logger`` line). Blank lines are skipped, not rejected.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ksteward.authorizer.audit import AUDIT_EVENT_TYPE
+from ksteward.authorizer.enums import AclOperation, ResourceType
+from ksteward.authorizer.standard import Rule
+from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA
+
+from . import InputError, ReadResult, conform
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = ["DIRECTORY_GLOBS", "KAFKA_LINE", "audit_files", "read_audit"]
+
+DIRECTORY_GLOBS = ("audit*.log*", "*authorizer*.log*")
+"""The files a directory contributes (see the module docstring)."""
+
+RAW_LIMIT = 4096
+
+#: A ``kafka.authorizer.logger`` line: 1 date, 2 time, 3 fraction, 4 principal, 5 Allowed|Denied,
+#: 6 operation, 7 host, 8 resource type, 9 pattern type, 10 resource name, 11 request, 12 rule.
+KAFKA_LINE = (
+    r"^\[(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})(?:[,.](\d{1,9}))?\]\s+(?:[A-Z]+\s+)?"
+    r"Principal = (.+?) is (Allowed|Denied) [Oo]peration = (\S+) from host = (\S+) "
+    r"on resource = ([^:\s]+):([^:\s]+):(.*?) for request = (\S+)"
+    r"(?: with resourceRefCount = \d+)?(?: based on rule (.+?))?(?: \([\w.$]+\))?\s*$"
+)
+
+_KAFKA_RULES = {"SuperUser": Rule.SUPER_USER, "DefaultAllow": Rule.ALLOW_EVERYONE_DEFAULT,
+                "DefaultDeny": Rule.NO_MATCHING_ACL}  # fmt: skip
+
+_JSON_SCHEMA = (
+    "struct<type: string, time: string, data: struct<methodName: string, "
+    "authenticationInfo: struct<principal: string>, "
+    "authorizationInfo: struct<granted: boolean, operation: string, resourceType: string, resourceName: string>, "
+    "requestMetadata: struct<clientAddress: string>, "
+    "ksteward: struct<rule: string, imageOffset: long, acl: struct<id: string>>>, _corrupt: string>"
+)
+
+# Required JSON fields, in the order a reject names the first missing one.
+_REQUIRED_JSON = (
+    "time",
+    "data.authenticationInfo.principal",
+    "data.authorizationInfo.granted",
+    "data.authorizationInfo.operation",
+    "data.authorizationInfo.resourceType",
+    "data.authorizationInfo.resourceName",
+    "data.requestMetadata.clientAddress",
+)
+
+
+def audit_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
+    """The files ``read_audit`` reads for ``paths`` (see the module docstring); InputError if none."""
+    items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    files: list[str] = []
+    for item in items:
+        text = os.fspath(item)
+        if "://" in text and not text.startswith("file:"):
+            files.append(text)
+        elif glob.has_magic(text):
+            matched = sorted(p for p in glob.glob(text) if Path(p).is_file())
+            if not matched:
+                raise InputError(f"{text}: no file matches")
+            files += matched
+        elif Path(text).is_dir():
+            found = sorted({str(p) for pattern in DIRECTORY_GLOBS for p in Path(text).glob(pattern) if p.is_file()})
+            if not found:
+                raise InputError(f"{text}: no audit log files ({', '.join(DIRECTORY_GLOBS)}) in this directory")
+            files += found
+        elif Path(text).is_file():
+            files.append(text)
+        else:
+            raise InputError(f"{text}: no such file or directory")
+    if not files:
+        raise InputError("no audit log files given")
+    return list(dict.fromkeys(files))
+
+
+def read_audit(spark: SparkSession, paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> ReadResult:
+    """Every authorization decision in ``paths``, and every line that is not one (see the module docstring)."""
+    from pyspark.sql import functions as F
+
+    parsed = _parse(_numbered_lines(spark, audit_files(paths)))
+    ok = parsed.where(F.col("reason").isNull())
+    frame = conform(ok.select(*[f.name for f in AUTHZ_EVENT_SCHEMA]), AUTHZ_EVENT_SCHEMA)
+    rejects = parsed.where(F.col("reason").isNotNull()).select(
+        "source_file", "source_line", "reason", F.substring("line", 1, RAW_LIMIT).alias("raw")
+    )
+    return ReadResult(frame, conform(rejects, REJECTS_SCHEMA))
+
+
+def _numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """``source_file``, ``source_line`` (1-based) and ``line`` of every line of ``files``."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    lines = spark.read.text(files).select(
+        F.input_file_name().alias("uri"),
+        F.input_file_block_start().alias("block"),
+        F.monotonically_increasing_id().alias("row_id"),
+        F.col("value").alias("line"),
+    )
+    per_file = Window.partitionBy("uri").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = (
+        lines.groupBy("uri", "block")
+        .agg(F.count("*").alias("n"), F.min("row_id").alias("first_row_id"))
+        .withColumn("lines_before", F.coalesce(F.sum("n").over(per_file), F.lit(0)))
+        .drop("n")
+    )
+    numbered = lines.join(F.broadcast(blocks), ["uri", "block"])
+    return numbered.select(
+        F.regexp_replace("uri", "^file:(//)?", "").alias("source_file"),
+        (F.col("row_id") - F.col("first_row_id") + F.col("lines_before") + 1).alias("source_line"),
+        "line",
+    ).where(F.trim("line") != "")
+
+
+def _normalise(enum: type[AclOperation | ResourceType], spelled: Column) -> Column:
+    """The enum name for any spelling (``DescribeConfigs``, ``DESCRIBE_CONFIGS``, ``describeconfigs``); else null."""
+    from pyspark.sql import functions as F
+
+    names = F.create_map(*[F.lit(x) for m in enum if not m.is_unknown for x in (m.name.replace("_", ""), m.name)])
+    return F.try_element_at(names, F.upper(F.regexp_replace(spelled, "_", "")))
+
+
+def _parse(lines: DataFrame) -> DataFrame:
+    """Both formats side by side; ``reason`` is null for a good line, else why it is rejected."""
+    from pyspark.sql import functions as F
+
+    line = F.col("line")
+    is_json = F.ltrim(line).startswith("{")
+    j = F.from_json(line, _JSON_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
+    frame = lines.withColumn("j", F.when(is_json, j)).withColumn("is_kafka", ~is_json & line.rlike(KAFKA_LINE))
+
+    def group(n: int) -> Column:
+        return F.regexp_extract(line, KAFKA_LINE, n)
+
+    kafka_time = F.concat(group(1), F.lit(" "), group(2), F.lit("."), F.rpad(group(3), 3, "0").substr(1, 3))
+    kafka_rule_text = group(12)
+    kafka_rule = F.when(kafka_rule_text.startswith("MatchingAcl("), F.lit(str(Rule.ACL)))
+    for text, rule in _KAFKA_RULES.items():
+        kafka_rule = kafka_rule.when(kafka_rule_text == text, F.lit(str(rule)))
+
+    auth = F.col("j.data.authorizationInfo")
+    ks = F.col("j.data.ksteward")
+    k = F.col("is_kafka")
+    image_offset = F.when(ks.imageOffset >= 0, ks.imageOffset)
+    fields = {
+        "event_time": F.when(k, F.try_to_timestamp(F.concat(kafka_time, F.lit("Z")), F.lit("yyyy-MM-dd HH:mm:ss.SSSX")))
+        .otherwise(F.try_to_timestamp(F.col("j.time"))),
+        "principal": F.when(k, group(4)).otherwise(F.col("j.data.authenticationInfo.principal")),
+        "host": F.regexp_replace(F.when(k, group(7)).otherwise(F.col("j.data.requestMetadata.clientAddress")), "^/", "")
+        ,
+        "operation_text": F.when(k, group(6)).otherwise(auth.operation),
+        "resource_type_text": F.when(k, group(8)).otherwise(auth.resourceType),
+        "resource_name": F.when(k, group(10)).otherwise(auth.resourceName),
+        "granted": F.when(k, group(5) == "Allowed").otherwise(auth.granted),
+        "rule": F.when(k, kafka_rule).otherwise(ks.rule),
+        "acl_id": F.when(~k, ks.acl.id),
+        "image_offset": F.when(~k, image_offset),
+        "method": F.when(k, F.concat(F.lit("kafka."), group(11))).otherwise(F.col("j.data.methodName")),
+        "source_format": F.when(k, F.lit("kafka_authorizer_log"))
+        .when(ks.isNotNull(), F.lit("ksteward"))
+        .otherwise(F.lit("confluent")),
+    }  # fmt: skip
+    frame = frame.select(
+        "source_file", "source_line", "line", "j", "is_kafka", *[v.alias(n) for n, v in fields.items()]
+    )
+    frame = frame.withColumn("operation", _normalise(AclOperation, F.col("operation_text"))).withColumn(
+        "resource_type", _normalise(ResourceType, F.col("resource_type_text"))
+    )
+    event_time = F.col("event_time")
+    event_date = F.expr("date_from_unix_date(CAST(floor(unix_seconds(event_time) / 86400) AS INT))")
+    return frame.withColumn("event_date", F.when(event_time.isNotNull(), event_date)).withColumn("reason", _reason())
+
+
+def _reason(raw_fields: tuple[str, ...] = _REQUIRED_JSON) -> Column:
+    from pyspark.sql import functions as F
+
+    j, k = F.col("j"), F.col("is_kafka")
+    reason = (
+        F.when(k, F.lit(None))
+        .when(j.isNull(), F.lit("not an audit line: neither JSON nor a kafka.authorizer.logger line"))
+        .when(j._corrupt.isNotNull(), F.lit("malformed JSON"))
+        .when(
+            F.coalesce(j.type, F.lit("")) != AUDIT_EVENT_TYPE,
+            F.concat(F.lit("not an authorization event (type "), F.coalesce(j.type, F.lit("missing")), F.lit(")")),
+        )
+    )
+    for name in raw_fields:
+        reason = reason.when(F.col(f"j.{name}").isNull(), F.lit(f"missing field {name}"))
+    reason = reason.when(F.col("event_time").isNull(), F.concat(F.lit("unreadable time "), F.col("j.time")))
+    common = (
+        F.when(
+            F.col("operation").isNull(),
+            F.concat(F.lit("unknown operation '"), F.coalesce("operation_text", F.lit("")), F.lit("'")),
+        )
+        .when(
+            F.col("resource_type").isNull(),
+            F.concat(F.lit("unknown resource type '"), F.coalesce("resource_type_text", F.lit("")), F.lit("'")),
+        )
+        .when(F.col("event_time").isNull(), F.lit("unreadable time"))
+    )
+    return F.coalesce(reason, common)
