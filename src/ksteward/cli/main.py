@@ -10,7 +10,7 @@ from ksteward import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ksteward.cli import metadata, serve, topics
+    from ksteward.cli import metadata, pipeline, serve, topics
 
     parser = argparse.ArgumentParser(
         prog="ksteward", description="A Kafka-compatible admin and security control plane."
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve.add_parser(sub)
     metadata.add_parser(sub)
+    pipeline.add_parser(sub)
     topics.add_parser(sub)
     return parser
 
