@@ -47,6 +47,13 @@ def server_env() -> dict[str, str]:
     return env
 
 
+def ksteward_cli(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """Run ``ksteward ARGS...`` (this interpreter's) to completion, capturing its text output."""
+    return subprocess.run(
+        [sys.executable, "-m", "ksteward.cli.main", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
 def free_port() -> int:
     """A port that was free on 127.0.0.1 a moment ago (bind port 0, read it, close)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +20,7 @@ from typing import Any
 
 import pytest
 from clients import Auth, confluent_config, kafka_python_admin
-from harness import KstewardServer
+from harness import KstewardServer, ksteward_cli
 
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
 ALICE = Auth("PLAIN", "alice", "alice-secret")
@@ -227,19 +225,13 @@ def test_quotas_survive_restart_and_snapshot_and_show_in_the_metadata_shell(serv
     with kafka_python(server) as admin:
         assert describe(admin, [])[2] == expected
     server.stop()
-    shell = subprocess.run(
-        [sys.executable, "-m", "ksteward.cli.main", "metadata", "shell", str(server.data_dir),
-         "-c", "ls /client-quotas"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    shell = ksteward_cli("metadata", "shell", str(server.data_dir), "-c", "ls /client-quotas")
     assert shell.returncode == 0, shell
     assert "user(<default>)" in shell.stdout and "carol" in shell.stdout and "durable-app" in shell.stdout, shell
     (label,) = [line.strip() for line in shell.stdout.splitlines() if "carol" in line]
-    value = subprocess.run(
-        [sys.executable, "-m", "ksteward.cli.main", "metadata", "shell", str(server.data_dir),
-         "-c", f"cat /client-quotas/{label}/controller_mutation_rate"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    value = ksteward_cli(
+        "metadata", "shell", str(server.data_dir), "-c", f"cat /client-quotas/{label}/controller_mutation_rate"
+    )
     assert "4.0" in value.stdout, value
 
 

@@ -3,15 +3,13 @@ IncrementalAlterConfigs, BROKER_LOGGER, validate_only, the AlterConfigPolicy, re
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from clients import Auth, confluent_admin, kafka_python_admin, kafkajs
-from harness import KstewardServer
+from harness import KstewardServer, ksteward_cli
 from rawkafka import RawConnection, connect
 
 PLAINTEXT = Auth()
@@ -456,11 +454,7 @@ def test_changes_survive_restart_and_snapshot(server_factory: Any) -> None:
         (topic,) = raw_describe(conn, [(TOPIC, "durable", ["retention.ms"])]).results
     assert entries(topic)["retention.ms"].value == "123456"
     s.stop()
-    shell = subprocess.run(
-        [sys.executable, "-m", "ksteward.cli.main", "metadata", "shell", str(s.data_dir),
-         "-c", "cat /configs/Topic/durable/retention.ms"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    shell = ksteward_cli("metadata", "shell", str(s.data_dir), "-c", "cat /configs/Topic/durable/retention.ms")
     assert "123456" in shell.stdout, shell
 
 
@@ -483,17 +477,10 @@ def test_sensitive_broker_config_is_never_visible(server_factory: Any) -> None:
     assert SECRET.encode() not in response.raw
     s.stop()
     assert SECRET not in s.log_text()
-    shell = subprocess.run(
-        [sys.executable, "-m", "ksteward.cli.main", "metadata", "shell", str(s.data_dir),
-         "-c", f"cat /configs/Broker/1/{key}"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    shell = ksteward_cli("metadata", "shell", str(s.data_dir), "-c", f"cat /configs/Broker/1/{key}")
     assert shell.returncode == 0, shell
     assert SECRET not in shell.stdout + shell.stderr
-    dump = subprocess.run(
-        [sys.executable, "-m", "ksteward.cli.main", "metadata", "dump", str(s.data_dir)],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    dump = ksteward_cli("metadata", "dump", str(s.data_dir))
     assert key in dump.stdout and SECRET not in dump.stdout
 
 
