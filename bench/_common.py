@@ -544,3 +544,25 @@ def machine_facts() -> dict[str, Any]:
         "platform": platform.platform(),
         "loadavg_at_start": list(os.getloadavg()),
     }
+
+
+def git_dirty() -> bool | None:
+    """Whether the working tree differs from HEAD (the run then measured uncommitted code)."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True,
+                             timeout=30, check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.strip())
+
+
+def git_head() -> str | None:
+    """The commit the run measured, read from ``.git`` without running git."""
+    head = REPO / ".git" / "HEAD"
+    try:
+        ref = head.read_text().strip()
+        return (head.parent / ref[5:]).read_text().strip() if ref.startswith("ref: ") else ref
+    except OSError:
+        return None

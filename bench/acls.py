@@ -45,7 +45,6 @@ import os
 import pstats
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -72,6 +71,8 @@ from _common import (
     decode_response,
     encode_request,
     free_ports,
+    git_dirty,
+    git_head,
     kill_all_servers,
     machine_facts,
     median,
@@ -1273,8 +1274,8 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "benchmark": "bench/acls.py",
         "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": _git_head(),
-        "git_dirty": _git_dirty(),
+        "git_head": git_head(),
+        "git_dirty": git_dirty(),
         "ksteward_imported_from": str(Path(ksteward.__file__).parent),
         "pythonpath": os.environ.get("PYTHONPATH"),
         "machine": facts,
@@ -1300,25 +1301,6 @@ def _client_versions() -> dict[str, str]:
         "confluent-kafka": str(confluent_kafka.__version__),
         "librdkafka": str(confluent_kafka.libversion()[0]),
     }
-
-
-def _git_dirty() -> bool | None:
-    """Whether the working tree differs from HEAD (the run then measured uncommitted code)."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True,
-                             timeout=30, check=True).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.strip())
-
-
-def _git_head() -> str | None:
-    head = REPO / ".git" / "HEAD"
-    try:
-        ref = head.read_text().strip()
-        return (head.parent / ref[5:]).read_text().strip() if ref.startswith("ref: ") else ref
-    except OSError:
-        return None
 
 
 if __name__ == "__main__":

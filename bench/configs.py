@@ -47,12 +47,13 @@ from _common import (
     ServerProcess,
     decode_response,
     encode_request,
+    git_dirty,
+    git_head,
     kill_all_servers,
     machine_facts,
     median,
     table,
 )
-from server import _git_dirty, _git_head
 
 RESULTS = Path(__file__).resolve().parent / "results" / "configs.json"
 CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
@@ -270,8 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "benchmark": "bench/configs.py",
         "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": _git_head(),
-        "git_dirty": _git_dirty(),
+        "git_head": git_head(),
+        "git_dirty": git_dirty(),
         "ksteward_imported_from": str(Path(ksteward.__file__).parent),
         "machine": facts,
         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],

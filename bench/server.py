@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,8 @@ from _common import (
     decode_response,
     encode_request,
     free_ports,
+    git_dirty,
+    git_head,
     kill_all_servers,
     machine_facts,
     median,
@@ -550,8 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "benchmark": "bench/server.py",
         "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": _git_head(),
-        "git_dirty": _git_dirty(),
+        "git_head": git_head(),
+        "git_dirty": git_dirty(),
         "ksteward_imported_from": str(Path(ksteward.__file__).parent),
         "pythonpath": os.environ.get("PYTHONPATH"),
         "machine": facts,
@@ -564,25 +565,6 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     print(f"\nwrote {args.out} ({document['total_s']}s in all)")
     return 1 if any("error" in r for r in results.values()) else 0
-
-
-def _git_dirty() -> bool | None:
-    """Whether the working tree differs from HEAD (the run then measured uncommitted code)."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain"], cwd=Path(__file__).resolve().parents[1],
-                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.strip())
-
-
-def _git_head() -> str | None:
-    head = Path(__file__).resolve().parents[1] / ".git" / "HEAD"
-    try:
-        ref = head.read_text().strip()
-        return (head.parent / ref[5:]).read_text().strip() if ref.startswith("ref: ") else ref
-    except OSError:
-        return None
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ from _common import (
     decode_response,
     encode_request,
     free_ports,
+    git_dirty,
+    git_head,
     kill_all_servers,
     machine_facts,
     median,
@@ -75,7 +77,7 @@ from _common import (
     with_correlation_id,
 )
 from acls import CpuMeter, InProcessServer, TimedClient, WireLog, profile_text, summary
-from server import _git_dirty, _git_head, cell_stats
+from server import cell_stats
 
 RESULTS = Path(__file__).resolve().parent / "results" / "topics.json"
 METADATA, CREATE_TOPICS, DELETE_TOPICS = 3, 19, 20
@@ -1057,8 +1059,8 @@ def main(argv: list[str] | None = None) -> int:
     document = {
         "benchmark": "bench/topics.py",
         "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": _git_head(),
-        "git_dirty": _git_dirty(),
+        "git_head": git_head(),
+        "git_dirty": git_dirty(),
         "ksteward_imported_from": str(Path(ksteward.__file__).parent),
         "pythonpath": os.environ.get("PYTHONPATH"),
         "machine": facts,
