@@ -65,12 +65,14 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run_job(args: argparse.Namespace) -> int:
     """Start (or join) the SparkSession and run the chosen job; bad input -> one line on stderr, exit 2."""
     from pyspark.errors import AnalysisException
+    from pyspark.sql import SparkSession
 
     from ksteward.pipeline.readers import InputError
     from ksteward.pipeline.session import spark_session
 
     name = args.pipeline_job
     module = job_module(name)
+    ours = SparkSession.getActiveSession() is None  # in-process callers (tests) keep their session
     spark = spark_session(args.master, app_name=f"ksteward-pipeline-{name}")
     try:
         code: int = module.run(spark, args)
@@ -82,4 +84,5 @@ def run_job(args: argparse.Namespace) -> int:
         print(f"ksteward pipeline {name}: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
     finally:
-        spark.stop()
+        if ours:
+            spark.stop()

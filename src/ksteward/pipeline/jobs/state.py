@@ -211,21 +211,22 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
 
 def _without_unfinished_transactions(records: DataFrame) -> DataFrame:
     """Leave out records of aborted metadata transactions and of one still open at the end of ``records``."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    markers = ("BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord")
-    order = Window.orderBy("offset")  # markers are few: one partition is fine
+    markers = records.where(
+        F.col("record_type").isin("BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord")
+    ).select("offset", "record_type")
+    begins = markers.where(F.col("record_type") == "BeginTransactionRecord").select(F.col("offset").alias("lo"))
+    ends = markers.where(F.col("record_type") != "BeginTransactionRecord").select(
+        F.col("offset").alias("end"), F.col("record_type").alias("end_type")
+    )
+    # Each Begin with the first End/Abort after it (none: still open). Markers are few: a broadcast join.
     spans = (
-        records.where(F.col("record_type").isin(*markers))
-        .select("offset", "record_type")
-        .withColumn("next_type", F.lead("record_type").over(order))
-        .withColumn("next_offset", F.lead("offset").over(order))
-        .where(
-            (F.col("record_type") == "BeginTransactionRecord")
-            & (F.col("next_type").isNull() | (F.col("next_type") == "AbortTransactionRecord"))
-        )
-        .select(F.col("offset").alias("lo"), F.coalesce("next_offset", F.lit(2**62)).alias("hi"))
+        begins.join(F.broadcast(ends), F.col("end") > F.col("lo"), "left")
+        .groupBy("lo")
+        .agg(F.min("end").alias("hi"), F.min_by("end_type", "end").alias("end_type"))
+        .where(F.col("hi").isNull() | (F.col("end_type") == "AbortTransactionRecord"))
+        .select("lo", F.coalesce("hi", F.lit(2**62)).alias("hi"))
     )
     inside = (F.col("offset") >= F.col("lo")) & (F.col("offset") <= F.col("hi"))
     return records.join(F.broadcast(spans), inside, "left_anti")

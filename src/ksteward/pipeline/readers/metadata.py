@@ -9,8 +9,9 @@ a directory holding segments directly, or one ``.log`` / ``.checkpoint`` file.
 Spark task decodes its file with ksteward's own code (``metadata.batch.iter_batches``,
 ``metadata.records.decode_record``, ``metadata.records.kafka_json.record_json``,
 ``metadata.log.read_snapshot``), so N files decode in N tasks. The files must therefore be readable at the
-same path from every executor (always true for ``local[*]``; a shared file system on a cluster). The decoded
-rows are persisted (memory and disk) so that ``frame`` and ``rejects`` decode each file once.
+same path from every executor (always true for ``local[*]``; a shared file system on a cluster). Records and
+rejects come out of the tasks as one DataFrame, cached (memory and disk, in the JVM), so that ``frame`` and
+``rejects`` and every job after them decode each file once and never go back to Python.
 
 **frame** (``METADATA_RECORD_SCHEMA``), one row per metadata record:
 
@@ -68,10 +69,11 @@ from ksteward.metadata.records.control import ControlRecordType, CorruptControlR
 from ksteward.metadata.records.kafka_json import record_json
 from ksteward.pipeline.schemas import METADATA_RECORD_SCHEMA, REJECTS_SCHEMA
 
-from . import InputError, ReadResult
+from . import InputError, ReadResult, conform
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["metadata_files", "read_metadata"]
 
@@ -79,8 +81,8 @@ SEGMENT = "segment"
 _VERSION_SUFFIX = re.compile(r"V\d+$")
 SNAPSHOT = "snapshot"
 
-# One decoded item: (True, METADATA_RECORD_SCHEMA row) or (False, REJECTS_SCHEMA row).
-_Item = tuple[bool, tuple[Any, ...]]
+# One decoded row of ``_DECODED_SCHEMA``: a record's nine columns then (None, None, None), or a reject.
+_Item = tuple[Any, ...]
 
 
 def metadata_files(path: str | os.PathLike[str]) -> list[Path]:
@@ -101,27 +103,30 @@ def metadata_files(path: str | os.PathLike[str]) -> list[Path]:
 
 def read_metadata(spark: SparkSession, path: str | os.PathLike[str]) -> ReadResult:
     """Every metadata record under ``path`` (see the module docstring for the schemas and rejects)."""
-    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
 
     files = [str(f) for f in metadata_files(path)]
     sc = spark.sparkContext
     decoded = sc.parallelize(files, max(len(files), 1)).mapPartitions(_decode_files)
-    decoded = decoded.persist(StorageLevel.MEMORY_AND_DISK).setName(f"metadata records of {path}")
-    frame = spark.createDataFrame(decoded.filter(_is_record).map(_row), METADATA_RECORD_SCHEMA, verifySchema=False)
-    rejects = spark.createDataFrame(decoded.filter(_is_reject).map(_row), REJECTS_SCHEMA, verifySchema=False)
-    return ReadResult(frame, rejects)
+    both = spark.createDataFrame(decoded, _DECODED_SCHEMA, verifySchema=False).cache()
+    record_columns = [f.name for f in METADATA_RECORD_SCHEMA]
+    frame = conform(both.where(F.col("reason").isNull()).select(*record_columns), METADATA_RECORD_SCHEMA)
+    rejects = both.where(F.col("reason").isNotNull()).select(
+        "source_file", F.col("position").alias("source_line"), "reason", "raw"
+    )
+    return ReadResult(frame, conform(rejects, REJECTS_SCHEMA))
 
 
-def _is_record(item: _Item) -> bool:
-    return item[0]
+def _decoded_schema() -> StructType:
+    """A record row (``reason`` null) or a reject row (``reason`` set; ``position``, ``raw``) in one frame."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    fields = [StructField(f.name, f.dataType, True) for f in METADATA_RECORD_SCHEMA]
+    extra = [StructField("position", LongType()), StructField("reason", StringType()), StructField("raw", StringType())]
+    return StructType(fields + extra)
 
 
-def _is_reject(item: _Item) -> bool:
-    return not item[0]
-
-
-def _row(item: _Item) -> tuple[Any, ...]:
-    return item[1]
+_DECODED_SCHEMA = _decoded_schema()
 
 
 # --- in the Spark tasks ---------------------------------------------------------------------------
@@ -190,7 +195,7 @@ def _decode_batches(path: Path, buf: mmap.mmap, snapshot: tuple[int, int] | None
                 continue
             payload = json.dumps(rendered, separators=(",", ":"))
             name, version = _record_type(record), rendered["version"]
-            yield True, (source, kind, row_offset, base, when, epoch, name, version, payload)
+            yield (source, kind, row_offset, base, when, epoch, name, version, payload, None, None, None)
 
 
 def _record_type(record: object) -> str:
@@ -222,7 +227,7 @@ def _undecodable(value: bytes | None) -> str:
 
 
 def _reject(path: Path, position: int, reason: str, raw: str | None = None) -> _Item:
-    return False, (str(path), int(position), reason, raw)
+    return (str(path), None, None, None, None, None, None, None, None, int(position), reason, raw)
 
 
 def _utc(millis: int) -> datetime.datetime:
