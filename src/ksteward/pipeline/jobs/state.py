@@ -11,8 +11,8 @@ target is the last record whose batch timestamp is <= it (a snapshot counts with
 ``lastContainedLogTimestamp``). ``None`` means the latest. Records of a metadata transaction
 (Begin/EndTransactionRecord) count only once it has ended; an aborted one, or one still open at ``T``, is
 left out, as Kafka does. Each table is then "the last record per key by offset" (``max_by``), all in
-DataFrame operations: nothing is replayed record by record on the driver. The driver only runs two small
-aggregations to choose ``T`` and the snapshot, and raises :class:`StateUnavailableError` when the target
+DataFrame operations: nothing is replayed record by record on the driver. The driver only runs one small
+aggregation to choose ``T`` and the snapshot, and raises :class:`StateUnavailableError` when the target
 predates everything that can be rebuilt (no snapshot at or before it and the log no longer starts at 0, or
 a gap between the snapshot and the log).
 
@@ -70,6 +70,11 @@ class Target(NamedTuple):
     snapshot_file: str | None
 
 
+class _Snapshot(NamedTuple):
+    offset: int
+    source_file: str
+
+
 class StateUnavailableError(InputError):
     """The records cannot rebuild the state at the target: it predates the oldest usable snapshot."""
 
@@ -85,7 +90,7 @@ def state_at(records: DataFrame, *, offset: int | None = None, timestamp: dateti
 def resolve_target(
     records: DataFrame, *, offset: int | None = None, timestamp: datetime.datetime | None = None
 ) -> Target:
-    """Choose the target offset and the snapshot to start from (two small aggregations)."""
+    """Choose the target offset and the snapshot to start from (one small aggregation)."""
     from pyspark.sql import functions as F
 
     if offset is not None and timestamp is not None:
@@ -94,33 +99,30 @@ def resolve_target(
         raise StateUnavailableError(f"offset {offset}: offsets start at 0")
     if timestamp is not None and timestamp.tzinfo is None:
         timestamp = timestamp.replace(tzinfo=datetime.UTC)
-    snapshots = (
-        records.where(F.col("source_kind") == "snapshot")
-        .groupBy("offset", "source_file")
-        .agg(F.max("batch_timestamp").alias("ts"))
-        .collect()
-    )
-    log_start_expr = F.regexp_extract(F.col("source_file"), r"(\d{20})\.log$", 1).cast("long")
+    # One job: a row per snapshot (its offset, file and header time) and one row (key null) for the log.
+    is_snapshot = F.col("source_kind") == "snapshot"
+    log_start_expr = F.regexp_extract(F.col("source_file"), r"(\d{20})\.log$", 1).try_cast("long")
     in_time = F.col("batch_timestamp") <= F.lit(timestamp) if timestamp is not None else F.lit(True)
-    log = (
-        records.where(F.col("source_kind") == "segment")
+    summary = (
+        records.groupBy(F.when(is_snapshot, F.struct("offset", "source_file")).alias("snapshot"))
         .agg(
             F.max("offset").alias("last"),
             F.max(F.when(in_time, F.col("offset"))).alias("last_in_time"),
-            F.min(log_start_expr).alias("log_start"),
+            F.min(F.when(~is_snapshot, log_start_expr)).alias("log_start"),
         )
-        .first()
+        .collect()
     )
-    log_last, log_last_in_time, log_start = (log.last, log.last_in_time, log.log_start) if log else (None, None, None)
+    snapshots = [_Snapshot(r.snapshot.offset, r.snapshot.source_file) for r in summary if r.snapshot]
+    log = next((r for r in summary if r.snapshot is None), None)
+    log_last, log_start = (log.last, log.log_start) if log else (None, None)
+    in_time_offsets = [r.last_in_time for r in summary if r.last_in_time is not None]
 
     if offset is not None:
         target = offset
     elif timestamp is not None:
-        candidates = [s.offset for s in snapshots if s.ts is not None and s.ts <= timestamp]
-        candidates += [log_last_in_time] if log_last_in_time is not None else []
-        if not candidates:
+        if not in_time_offsets:
             raise StateUnavailableError(f"no metadata record at or before {timestamp.isoformat()}")
-        target = max(candidates)
+        target = max(in_time_offsets)
     else:
         target = max([s.offset for s in snapshots] + ([log_last] if log_last is not None else []), default=-1)
 
