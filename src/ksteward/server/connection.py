@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.broker.api_versions import unsupported_version_response
 from ksteward.broker.context import ApiTable, Node, RequestContext
+from ksteward.protocol.apis import api_name
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import (
     PreEncoded,
@@ -26,6 +27,7 @@ from ksteward.protocol.codec import (
     encode_response,
     response_class,
 )
+from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import check_frame_size, frame
 from ksteward.protocol.sasl import SaslAuthenticationError
@@ -154,7 +156,16 @@ class Connection:
             api_table=self.listener.table,
             correlation_id=request.correlation_id,
         )
-        response = await spec.handler(self.node, ctx, request.body)
+        try:
+            response = await spec.handler(self.node, ctx, request.body)
+        except Exception:
+            values = error_values(key, request.body)
+            if values is None:
+                raise
+            # As Kafka does: log it, and answer every entry of the request with UNKNOWN_SERVER_ERROR.
+            log.exception("%s v%d from %s failed; answering UNKNOWN_SERVER_ERROR", api_name(key), ctx.api_version,
+                          self.peer)  # fmt: skip
+            response = build(response_class(key, request.api_version), values)
         if isinstance(response, PreEncoded):
             return response.frame
         return encode_response(key, request.api_version, request.correlation_id, response)

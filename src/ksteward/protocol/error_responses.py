@@ -1,0 +1,119 @@
+"""The reply to a request whose handler failed unexpectedly: Kafka's ``AbstractRequest.getErrorResponse``.
+
+Kafka answers such a request instead of dropping the connection: every entry the request named gets the
+error (UNKNOWN_SERVER_ERROR, with no detail: the exception stays in the server's log), in the shape of
+that API's response. :func:`error_values` gives those values for every API ksteward serves, to be passed
+through ``build`` like any handler's; None for an API it does not know, and the connection is then closed
+as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+__all__ = ["error_values"]
+
+Values = dict[str, Any]
+
+
+def _topics(body: Any) -> list[Values]:
+    """CreateTopics and CreatePartitions: one entry per named topic."""
+    return [{"name": t.name} for t in body.topics]
+
+
+def _create_topics(body: Any, error: Values) -> Values:
+    return {"topics": [{**t, **error, "topic_id": None, "topic_config_error_code": 0, "num_partitions": -1,
+                        "replication_factor": -1, "configs": []} for t in _topics(body)]}  # fmt: skip
+
+
+def _delete_topics(body: Any, error: Values) -> Values:
+    if hasattr(body, "topics"):  # v6+: names or ids
+        entries = [{"name": t.name, "topic_id": t.topic_id} for t in body.topics]
+    else:
+        entries = [{"name": name, "topic_id": None} for name in body.topic_names]
+    return {"responses": [{**e, **error} for e in entries]}
+
+
+def _create_partitions(body: Any, error: Values) -> Values:
+    return {"results": [{**t, **error} for t in _topics(body)]}
+
+
+def _configs(body: Any, error: Values) -> list[Values]:
+    return [{"resource_type": r.resource_type, "resource_name": r.resource_name, **error} for r in body.resources]
+
+
+def _describe_configs(body: Any, error: Values) -> Values:
+    return {"results": [{**r, "configs": []} for r in _configs(body, error)]}
+
+
+def _alter_configs(body: Any, error: Values) -> Values:
+    return {"responses": _configs(body, error)}
+
+
+def _top_level(**extra: Any) -> Callable[[Any, Values], Values]:
+    def values(body: Any, error: Values) -> Values:
+        return {**error, **extra}
+
+    return values
+
+
+def _create_acls(body: Any, error: Values) -> Values:
+    return {"results": [dict(error) for _ in body.creations]}
+
+
+def _delete_acls(body: Any, error: Values) -> Values:
+    return {"filter_results": [{**error, "matching_acls": []} for _ in body.filters]}
+
+
+def _alter_scram(body: Any, error: Values) -> Values:
+    users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+    return {"results": [{"user": user, **error} for user in users]}
+
+
+def _alter_quotas(body: Any, error: Values) -> Values:
+    return {
+        "entries": [
+            {**error, "entity": [{"entity_type": e.entity_type, "entity_name": e.entity_name} for e in entry.entity]}
+            for entry in body.entries
+        ]
+    }
+
+
+def _metadata(body: Any, error: Values) -> Values:
+    topics = [
+        {"error_code": error["error_code"], "name": t.name, "topic_id": getattr(t, "topic_id", None),
+         "is_internal": False, "partitions": []}
+        for t in (body.topics or ())
+    ]  # fmt: skip
+    return {"brokers": [], "cluster_id": None, "controller_id": -1, "topics": topics, **error}
+
+
+_BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
+    3: _metadata,
+    18: _top_level(api_keys=[]),
+    19: _create_topics,
+    20: _delete_topics,
+    29: _top_level(resources=[]),
+    30: _create_acls,
+    31: _delete_acls,
+    32: _describe_configs,
+    33: _alter_configs,
+    37: _create_partitions,
+    44: _alter_configs,
+    48: _top_level(entries=None),
+    49: _alter_quotas,
+    50: _top_level(results=[]),
+    51: _alter_scram,
+    60: _top_level(endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0),
+}
+
+
+def error_values(api_key: int, body: Any, code: ErrorCode = ErrorCode.unknown_server_error) -> Values | None:
+    """The response values that give every entry of ``body`` (a decoded request) the error ``code``."""
+    builder = _BUILDERS.get(api_key)
+    if builder is None:
+        return None
+    return builder(body, {"error_code": code, "error_message": None})
