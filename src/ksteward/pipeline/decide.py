@@ -1,0 +1,359 @@
+"""Re-decide authorization requests in Spark exactly as ``StandardAuthorizer.authorize_with_reason`` does.
+
+::
+
+    decided = decide(events, acls, settings)          # events + granted, rule, acl_id
+    table = decide_distinct(keys, acls, settings)     # one row per distinct request: the decision table
+
+Inputs.
+
+- ``requests``: any frame with ``REQUEST_COLUMNS`` (``principal`` ``User:x``, ``host``, ``operation``,
+  ``resource_type``, ``resource_name``; enum names as in ``schemas``, display names such as
+  ``DescribeConfigs`` are accepted as the library accepts them). Other columns are carried through.
+  The five columns must not be null.
+- ``acls``: ``ACL_SCHEMA``. Rows whose resource type, pattern type, operation or permission is not a name
+  the library could hold (``ANY``, ``MATCH``, a misspelling) are ignored, as ``AclBinding`` would refuse
+  them; the 7-tuples are expected to be unique, as the library requires (a tie is broken by ``acl_id``).
+- ``settings``: ``AuthorizerSettings`` (``super.users``, ``allow.everyone.if.no.acl.found``).
+
+Output. ``decide`` returns ``requests`` with ``DECISION_SCHEMA`` appended: ``granted``; ``rule`` one of
+``super_user``, ``acl``, ``allow_everyone_default``, ``no_matching_acl``; ``acl_id`` of the deciding ACL
+when ``rule == "acl"``, else null. ``decide_distinct`` returns one row per distinct request key
+(``REQUEST_COLUMNS`` + ``DECISION_SCHEMA``).
+
+How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat heavily):
+
+1. **Names stage.** Each distinct (resource type, name) R is exploded into match keys: itself (LITERAL),
+   every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED, and UNKNOWN which Kafka scans as a prefix),
+   and ``*`` (the LITERAL wildcard). One equi-join on (type, kind, key) with the ACLs gives every ACL whose
+   pattern matches R: no ``startswith`` condition, so no nested-loop join. A name with any such ACL "has
+   ACLs", which turns the allow-everyone default off whoever the ACLs are for.
+2. **Principals stage.** Each key is exploded into its principal (itself and ``User:*``) and host (itself
+   and ``*``) and equi-joined with the candidates on (type, name, principal, host). An ACL applies if its
+   principal has a colon (the library never applies one without) and its operation matches: ALL or the
+   operation itself for DENY (and the UNKNOWN permission, which the library treats as a deny); for ALLOW
+   also the implications of §1.3 (READ/WRITE/DELETE/ALTER grant DESCRIBE, ALTER_CONFIGS grants
+   DESCRIBE_CONFIGS).
+3. **Decision.** Super user, else the first applicable DENY in Kafka's scan order, else the last applicable
+   ALLOW, else ``allow_everyone_default`` if the setting is on and the name has no ACLs at all, else
+   ``no_matching_acl``. Scan order (``AclIndex._buckets_in_scan_order``): by pattern name length
+   descending, then pattern type code (UNKNOWN, LITERAL, PREFIXED) for one length, then the LITERAL ``*``
+   section last, except that for R == ``*`` the wildcard is also met first, as R itself; inside one name
+   by (operation code, principal, host, permission code). The rank is one long, so "first DENY" is a
+   ``min`` and "last ALLOW" a ``max`` of a struct: plain aggregate expressions, no Python UDF.
+
+Cost. Both joins are hash joins (broadcast when a side is small). For event-level frames, aggregate first
+(``groupBy(*REQUEST_COLUMNS).count()``) and decide the aggregate: ``decide`` of a frame already holding
+distinct keys costs what ``decide_distinct`` costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+
+from ksteward.authorizer import (
+    AclBinding,
+    AclId,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    Rule,
+    StandardAuthorizer,
+    acl_id_text,
+)
+from ksteward.authorizer.binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE
+
+from .schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
+
+if TYPE_CHECKING:
+    import enum
+
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "ACL_OPERATION_CODES",
+    "OPERATION_CODES",
+    "PATTERN_CODES",
+    "PERMISSION_CODES",
+    "RESOURCE_TYPE_CODES",
+    "acl_frame",
+    "decide",
+    "decide_distinct",
+    "denies_operation",
+    "enum_code",
+    "grants_operation",
+    "name_candidates",
+    "prepared_acls",
+    "reference_authorizer",
+]
+
+_ALL = int(AclOperation.ALL)
+_DESCRIBE = int(AclOperation.DESCRIBE)
+_DESCRIBE_CONFIGS = int(AclOperation.DESCRIBE_CONFIGS)
+_IMPLY_DESCRIBE = [int(o) for o in (AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER)]
+_ALTER_CONFIGS = int(AclOperation.ALTER_CONFIGS)
+_ALLOW = int(AclPermissionType.ALLOW)
+_LITERAL = int(PatternType.LITERAL)
+
+# Match kinds of the names stage.
+_EXACT, _PREFIX, _WILDCARD = 0, 1, 2
+# Position of a pattern type among the buckets of one name length (UNKNOWN, LITERAL, PREFIXED).
+_PATTERN_ORDER = {int(PatternType.UNKNOWN): 0, int(PatternType.LITERAL): 1, int(PatternType.PREFIXED): 2}
+# The packed scan position of a hit (``_hit``): rank (26 bits), operation (4), principal (1), host (1),
+# permission (2), then the ACL's number (29 bits: the resource type code and 26 bits of row number).
+_RANK_BITS, _NUM_BITS, _TYPE_NUM_BITS = 26, 29, 26
+_LAST = (1 << _RANK_BITS) - 1  # the wildcard section's rank: after every name (names up to 16M characters)
+
+
+def _names(cls: type[enum.IntEnum], *, exclude: Iterable[str] = (), display: bool = True) -> dict[str, int]:
+    """Every spelling ``parse_enum`` accepts for ``cls`` (upper-cased), with its code."""
+    table: dict[str, int] = {}
+    for member in cls:
+        if member.name in exclude:
+            continue
+        table[member.name] = int(member)
+        if display:
+            table[member.display_name.upper()] = int(member)  # type: ignore[attr-defined]
+    return table
+
+
+#: Enum name -> code tables for ``enum_code`` (every spelling the library's ``parse_enum`` accepts, upper-cased;
+#: ACL tables leave out the filter-only ANY and MATCH, which no stored ACL can have).
+RESOURCE_TYPE_CODES = _names(ResourceType, exclude=("ANY",))
+OPERATION_CODES = _names(AclOperation)
+ACL_OPERATION_CODES = _names(AclOperation, exclude=("ANY",))
+PERMISSION_CODES = _names(AclPermissionType, exclude=("ANY",))
+PATTERN_CODES = _names(PatternType, exclude=("ANY", "MATCH"), display=False)  # case-sensitive, as in the library
+
+
+def acl_frame(spark: SparkSession, acls: Iterable[tuple[AclId, AclBinding]]) -> DataFrame:
+    """Library ACLs as an ``ACL_SCHEMA`` frame (ids in Kafka's text form, ``acl_id_text``)."""
+    rows = [
+        (
+            acl_id_text(acl_id),
+            acl.resource_type.name,
+            acl.resource_name,
+            acl.pattern_type.name,
+            acl.principal,
+            acl.host,
+            acl.operation.name,
+            acl.permission_type.name,
+        )
+        for acl_id, acl in acls
+    ]
+    return spark.createDataFrame(rows, ACL_SCHEMA)
+
+
+def reference_authorizer(acls: Mapping[AclId, AclBinding], settings: AuthorizerSettings) -> StandardAuthorizer:
+    """The library authorizer that ``decide`` equals: configured as ``settings``, loaded with ``acls``."""
+    auth = StandardAuthorizer(
+        {
+            "super.users": ";".join(sorted(settings.super_users)),
+            "allow.everyone.if.no.acl.found": str(settings.allow_everyone_if_no_acl_found).lower(),
+        }
+    )
+    auth.load_snapshot(acls)
+    return auth
+
+
+def enum_code(column: Column | str, table: dict[str, int], *, case_sensitive: bool = False) -> Column:
+    """The int code of an enum-name column (null for a name not in ``table``)."""
+    col = F.col(column) if isinstance(column, str) else column
+    mapping = F.create_map(*[F.lit(x) for kv in table.items() for x in kv])
+    return mapping[col if case_sensitive else F.upper(col)]
+
+
+def grants_operation(acl_op: Column, requested_op: Column) -> Column:
+    """An ALLOW ACL of operation code ``acl_op`` grants ``requested_op`` (§1.3: ALL and the implications)."""
+    return (
+        (acl_op == _ALL)
+        | (acl_op == requested_op)
+        | ((requested_op == _DESCRIBE) & acl_op.isin(_IMPLY_DESCRIBE))
+        | ((requested_op == _DESCRIBE_CONFIGS) & (acl_op == _ALTER_CONFIGS))
+    )
+
+
+def denies_operation(acl_op: Column, requested_op: Column) -> Column:
+    """A DENY ACL of operation code ``acl_op`` denies ``requested_op``: ALL or the same operation, no implication."""
+    return (acl_op == _ALL) | (acl_op == requested_op)
+
+
+def prepared_acls(acls: DataFrame) -> DataFrame:
+    """ACLs with int codes and their match kind, the rows the library could not hold dropped.
+
+    Columns: ``acl_id``, ``acl_num`` (a number unique among the ACLs, below ``2**_NUM_BITS``), ``rt``
+    (resource type code), ``kind`` (0 LITERAL name, 1 PREFIXED/UNKNOWN prefix, 2 LITERAL ``*``), ``key``
+    (the pattern name), ``name_len``, ``pattern_order``, ``principal``, ``host``, ``acl_op``, ``perm``."""
+    pattern = enum_code("pattern_type", PATTERN_CODES, case_sensitive=True)
+    coded = (
+        acls.select(
+            "acl_id",
+            enum_code("resource_type", RESOURCE_TYPE_CODES).alias("rt"),
+            pattern.alias("pattern"),
+            F.col("resource_name").alias("key"),
+            "principal",
+            "host",
+            enum_code("operation", ACL_OPERATION_CODES).alias("acl_op"),
+            enum_code("permission_type", PERMISSION_CODES).alias("perm"),
+        )
+        .where(F.col("rt").isNotNull() & F.col("pattern").isNotNull())
+        .where(F.col("acl_op").isNotNull() & F.col("perm").isNotNull())
+    )
+    # Numbered per resource type (a window per type, so no single-partition window), the type in the high bits.
+    number = F.row_number().over(Window.partitionBy("rt").orderBy("acl_id", "key", "principal", "host", "acl_op"))
+    return coded.select(
+        "acl_id",
+        (F.col("rt").cast("long") * (1 << _TYPE_NUM_BITS) + number).alias("acl_num"),
+        "rt",
+        F.when(F.col("pattern") != _LITERAL, F.lit(_PREFIX))
+        .when(F.col("key") == WILDCARD_RESOURCE, F.lit(_WILDCARD))
+        .otherwise(F.lit(_EXACT))
+        .alias("kind"),
+        "key",
+        F.char_length("key").alias("name_len"),
+        F.create_map(*[F.lit(x) for kv in _PATTERN_ORDER.items() for x in kv])[F.col("pattern")].alias("pattern_order"),
+        "principal",
+        "host",
+        "acl_op",
+        "perm",
+    )
+
+
+def name_candidates(names: DataFrame, acls: DataFrame) -> DataFrame:
+    """Every ACL whose pattern matches each name, with its scan ranks (step 1 of the module docstring).
+
+    ``names``: distinct (``rt``, ``resource_name``); ``acls``: ``prepared_acls``. Result: ``rt``,
+    ``resource_name``, ``acl_num``, ``principal``, ``host``, ``acl_op``, ``perm``, and ``deny_rank`` and
+    ``allow_rank``: the position of the ACL's name and pattern in Kafka's scan of this name."""
+    name = F.col("resource_name")
+    prefixes = F.transform(
+        F.sequence(F.lit(0), F.char_length(name)),
+        lambda n: F.struct(F.lit(_PREFIX).alias("kind"), F.substring(name, 1, n).alias("key")),
+    )
+    keys = F.concat(
+        F.array(F.struct(F.lit(_EXACT).alias("kind"), name.alias("key"))),
+        prefixes,
+        F.array(F.struct(F.lit(_WILDCARD).alias("kind"), F.lit(WILDCARD_RESOURCE).alias("key"))),
+    )
+    exploded = names.select("rt", "resource_name", F.explode(keys).alias("m")).select(
+        "rt", "resource_name", "m.kind", "m.key"
+    )
+    joined = exploded.join(acls, on=["rt", "kind", "key"])
+    named_rank = (F.char_length("resource_name") - F.col("name_len")).cast("long") * 4 + F.col("pattern_order")
+    wildcard = F.col("kind") == _WILDCARD
+    return joined.select(
+        "rt",
+        "resource_name",
+        "acl_num",
+        "principal",
+        "host",
+        "acl_op",
+        "perm",
+        F.when(~wildcard, named_rank)
+        .when(F.col("resource_name") == WILDCARD_RESOURCE, F.lit(_PATTERN_ORDER[_LITERAL]).cast("long"))
+        .otherwise(F.lit(_LAST))
+        .alias("deny_rank"),
+        F.when(~wildcard, named_rank).otherwise(F.lit(_LAST)).alias("allow_rank"),
+    )
+
+
+def _hit(rank: str) -> Column:
+    """A hit's place in Kafka's scan packed into one long, the ACL's number in the low bits.
+
+    Kafka's order is the bucket (``rank``), then operation, principal, host and permission inside it. Of
+    one request's hits in one bucket the principal is the request's or ``User:*`` and the host the
+    request's or ``*``, so each of those compares as one bit: is it the greater of the two strings."""
+    greater_principal = F.col("acl_principal") > F.least(F.col("principal"), F.lit(WILDCARD_PRINCIPAL))
+    greater_host = F.col("acl_host") > F.least(F.col("host"), F.lit(WILDCARD_HOST))
+    order = F.col(rank) * 16 + F.col("acl_op")
+    order = (order * 2 + greater_principal.cast("long")) * 2 + greater_host.cast("long")
+    order = order * 4 + F.col("perm")
+    return order * (1 << _NUM_BITS) + F.col("acl_num")
+
+
+def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettings) -> DataFrame:
+    """The decision of each distinct request of ``keys``: ``REQUEST_COLUMNS`` + ``DECISION_SCHEMA`` columns.
+
+    ``keys`` may hold repeats and other columns; only the distinct ``REQUEST_COLUMNS`` are decided."""
+    # Non-null columns, and no filter on them: Spark then infers no filter to push below the ``distinct``,
+    # so the three uses of ``coded`` are one subtree and its shuffle is computed once (ReusedExchange).
+    distinct = keys.select(*REQUEST_COLUMNS).distinct()
+    coded = distinct.select(
+        *[F.coalesce(F.col(c), F.lit("")).alias(c) for c in REQUEST_COLUMNS],
+        F.coalesce(enum_code("resource_type", RESOURCE_TYPE_CODES), F.lit(-1)).alias("rt"),
+        F.coalesce(enum_code("operation", OPERATION_CODES), F.lit(-1)).alias("op"),
+    )
+    prepared = prepared_acls(acls)
+    names = coded.select("rt", "resource_name").distinct()
+    candidates = name_candidates(names, prepared)
+    has_acls = candidates.select("rt", "resource_name").distinct().withColumn("has_acls", F.lit(True))
+
+    applicable = candidates.where(F.instr("principal", ":") > 0).select(
+        "rt",
+        "resource_name",
+        "acl_num",
+        F.col("principal").alias("acl_principal"),
+        F.col("host").alias("acl_host"),
+        "acl_op",
+        "perm",
+        "deny_rank",
+        "allow_rank",
+    )
+    probes = coded.select(
+        *REQUEST_COLUMNS,
+        "rt",
+        "op",
+        F.explode(F.array_distinct(F.array(F.col("principal"), F.lit(WILDCARD_PRINCIPAL)))).alias("acl_principal"),
+    ).select("*", F.explode(F.array_distinct(F.array(F.col("host"), F.lit(WILDCARD_HOST)))).alias("acl_host"))
+    hits = probes.join(applicable, on=["rt", "resource_name", "acl_principal", "acl_host"])
+    allow = F.col("perm") == _ALLOW
+    verdicts = hits.groupBy(*REQUEST_COLUMNS).agg(
+        F.min(F.when(~allow & denies_operation(F.col("acl_op"), F.col("op")), _hit("deny_rank"))).alias("deny"),
+        F.max(F.when(allow & grants_operation(F.col("acl_op"), F.col("op")), _hit("allow_rank"))).alias("allow"),
+    )
+    low_bits = (1 << _NUM_BITS) - 1
+    deciding = verdicts.select(
+        *REQUEST_COLUMNS,
+        F.col("deny").isNotNull().alias("denied"),
+        (F.coalesce(F.col("deny"), F.col("allow")).bitwiseAND(F.lit(low_bits))).alias("acl_num"),
+    )
+    ids = prepared.select("acl_num", "acl_id")
+    decided = (
+        coded.join(deciding, on=list(REQUEST_COLUMNS), how="left")
+        .join(has_acls, on=["rt", "resource_name"], how="left")
+        .join(ids, on="acl_num", how="left")
+    )
+    super_users = sorted(settings.super_users)
+    is_super = F.col("principal").isin(super_users) if super_users else F.lit(False)
+    by_acl = F.col("acl_num").isNotNull()
+    everyone = F.lit(settings.allow_everyone_if_no_acl_found) & F.col("has_acls").isNull()
+    granted = is_super | (~F.coalesce(F.col("denied"), F.lit(False)) & (by_acl | everyone))
+    rule = (
+        F.when(is_super, F.lit(Rule.SUPER_USER.value))
+        .when(by_acl, F.lit(Rule.ACL.value))
+        .when(everyone, F.lit(Rule.ALLOW_EVERYONE_DEFAULT.value))
+        .otherwise(F.lit(Rule.NO_MATCHING_ACL.value))
+    )
+    acl_id = F.when(~is_super & by_acl, F.col("acl_id"))
+    return decided.select(*REQUEST_COLUMNS, granted.alias("granted"), rule.alias("rule"), acl_id.alias("acl_id"))
+
+
+def decide(
+    requests: DataFrame, acls: DataFrame, settings: AuthorizerSettings, *, broadcast_decisions: bool = True
+) -> DataFrame:
+    """``requests`` with ``granted``, ``rule`` and ``acl_id`` appended (see the module docstring).
+
+    The decisions are made once per distinct request and joined back; ``broadcast_decisions`` (the
+    default) broadcasts that table, which suits up to a few million distinct requests and spares a
+    shuffle of ``requests``. Existing ``granted``/``rule``/``acl_id`` columns are replaced."""
+    table = decide_distinct(requests, acls, settings)
+    if broadcast_decisions:
+        table = F.broadcast(table)
+    carried = requests.drop("granted", "rule", "acl_id")
+    joined = carried.join(table, on=list(REQUEST_COLUMNS), how="left")
+    return joined.select(*carried.columns, "granted", "rule", "acl_id")
