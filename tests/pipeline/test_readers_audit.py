@@ -7,6 +7,7 @@ import gzip
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -38,7 +39,7 @@ def ksteward_lines() -> list[str]:
     return out
 
 
-CONFLUENT = {
+CONFLUENT: dict[str, Any] = {
     "type": "io.confluent.kafka.server/authorization", "time": "2025-02-01T00:00:01.5Z", "specversion": "1.0",
     "data": {"methodName": "kafka.InitProducerId", "authenticationInfo": {"principal": "User:carol"},
              "authorizationInfo": {"granted": False, "operation": "Write", "resourceType": "TransactionalId",
@@ -71,7 +72,8 @@ def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "audit.log").write_text(
         "\n".join([lines[0], lines[1], "{not json", "", json.dumps({"type": "other", "time": "x"}), lines[2]]) + "\n"
     )
-    (root / "audit-20250131T000000.000000Z.log").write_text(json.dumps(CONFLUENT) + "\n")
+    cloud = {**CONFLUENT, "data": {k: v for k, v in CONFLUENT["data"].items() if k != "requestMetadata"}}
+    (root / "audit-20250131T000000.000000Z.log").write_text(json.dumps(CONFLUENT) + "\n" + json.dumps(cloud) + "\n")
     with gzip.open(root / "kafka-authorizer.log.2025-01-31-12.gz", "wt") as f:
         f.write(f"{KAFKA_4}\n{KAFKA_4_ACL}\n[2025-01-31 12:00:02,000] INFO something else (kafka.authorizer.logger)\n")
     (root / "kafka-authorizer.log").write_text(KAFKA_3_ZK + "\n")
@@ -86,7 +88,8 @@ def test_reads_every_format_and_rejects_bad_lines_with_their_numbers(spark: Spar
     bad = {(Path(r.source_file).name, r.source_line): r.reason for r in rejects.collect()}
 
     assert sorted(rows) == [
-        ("audit-20250131T000000.000000Z.log", 1), ("audit.log", 1), ("audit.log", 2), ("audit.log", 6),
+        ("audit-20250131T000000.000000Z.log", 1), ("audit-20250131T000000.000000Z.log", 2),
+        ("audit.log", 1), ("audit.log", 2), ("audit.log", 6),
         ("kafka-authorizer.log", 1), ("kafka-authorizer.log.2025-01-31-12.gz", 1),
         ("kafka-authorizer.log.2025-01-31-12.gz", 2),
     ]  # fmt: skip
@@ -110,6 +113,7 @@ def test_reads_every_format_and_rejects_bad_lines_with_their_numbers(spark: Spar
     assert (carol["operation"], carol["resource_type"], carol["host"], carol["source_format"], carol["rule"]) == (
         "WRITE", "TRANSACTIONAL_ID", "192.168.0.7", "confluent", None)  # fmt: skip
     assert carol["event_date"] == datetime.date(2025, 2, 1)
+    assert rows[("audit-20250131T000000.000000Z.log", 2)]["host"] == "unknown"  # Confluent Cloud: no clientAddress
 
     alice = rows[("kafka-authorizer.log.2025-01-31-12.gz", 1)]
     assert alice == {

@@ -21,7 +21,8 @@ Each line is recognised on its own, so one file may mix formats:
 
 Operations and resource types are normalised to the enum names of ``ksteward.authorizer.enums`` from any
 spelling (``DescribeConfigs``, ``DESCRIBE_CONFIGS``, ``TransactionalId``); an unknown one rejects the line.
-``host`` loses the ``/`` that Java's ``InetAddress.toString`` puts in front. ``event_date`` is the UTC date.
+``host`` loses the ``/`` that Java's ``InetAddress.toString`` puts in front; a JSON event without
+``requestMetadata.clientAddress`` gets ``unknown`` (``UNKNOWN_HOST``). ``event_date`` is the UTC date.
 
 **Paths.** Each of ``paths`` is a file, a glob, or a directory. A directory contributes its files named
 ``audit*.log*`` (ksteward's ``audit.log`` and rotated ``audit-<time>Z.log``) and ``*authorizer*.log*``
@@ -94,8 +95,11 @@ _REQUIRED_JSON = (
     "data.authorizationInfo.operation",
     "data.authorizationInfo.resourceType",
     "data.authorizationInfo.resourceName",
-    "data.requestMetadata.clientAddress",
 )
+
+#: ``host`` of a JSON event without ``requestMetadata.clientAddress`` (Confluent Cloud's events have none): it
+#: matches only ACLs for host ``*``, as an address nobody can name should.
+UNKNOWN_HOST = "unknown"
 
 
 def audit_files(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -198,7 +202,11 @@ def _parse(lines: DataFrame) -> DataFrame:
         "event_time": F.when(k, F.try_to_timestamp(F.concat(kafka_time, F.lit("Z")), F.lit("yyyy-MM-dd HH:mm:ss.SSSX")))
         .otherwise(F.try_to_timestamp(F.col("j.time"))),
         "principal": F.when(k, group(4)).otherwise(F.col("j.data.authenticationInfo.principal")),
-        "host": F.regexp_replace(F.when(k, group(7)).otherwise(F.col("j.data.requestMetadata.clientAddress")), "^/", "")
+        "host": F.regexp_replace(
+            F.when(k, group(7)).otherwise(F.coalesce("j.data.requestMetadata.clientAddress", F.lit(UNKNOWN_HOST))),
+            "^/",
+            "",
+        )
         ,
         "operation_text": F.when(k, group(6)).otherwise(auth.operation),
         "resource_type_text": F.when(k, group(8)).otherwise(auth.resourceType),
