@@ -39,12 +39,15 @@ How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat
    ``no_matching_acl``. Scan order (``AclIndex._buckets_in_scan_order``): by pattern name length
    descending, then pattern type code (UNKNOWN, LITERAL, PREFIXED) for one length, then the LITERAL ``*``
    section last, except that for R == ``*`` the wildcard is also met first, as R itself; inside one name
-   by (operation code, principal, host, permission code). The rank is one long, so "first DENY" is a
-   ``min`` and "last ALLOW" a ``max`` of a struct: plain aggregate expressions, no Python UDF.
+   by (operation code, principal, host, permission code). That position is packed into one long, so "first
+   DENY" is a ``min`` and "last ALLOW" a ``max`` (a HashAggregate: plain expressions, no Python UDF), and
+   the long, read back against the request, is the deciding ACL's 7-tuple: its id comes from one more
+   equi-join with the ACLs.
 
-Cost. Both joins are hash joins (broadcast when a side is small). For event-level frames, aggregate first
-(``groupBy(*REQUEST_COLUMNS).count()``) and decide the aggregate: ``decide`` of a frame already holding
-distinct keys costs what ``decide_distinct`` costs.
+Cost. Every join is an equi-join (hash joins, broadcast when a side is small); ``keys`` is read twice (for
+its names, and for its requests), so pass an aggregated or cached frame. For event-level frames, aggregate
+first (``groupBy(*REQUEST_COLUMNS).agg(...)``) and decide the aggregate (``decide`` of it costs what
+``decide_distinct`` costs); ``decide`` of raw events joins the decision table back (broadcast).
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from pyspark.sql import Column, Window
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ksteward.authorizer import (
@@ -104,10 +107,11 @@ _LITERAL = int(PatternType.LITERAL)
 _EXACT, _PREFIX, _WILDCARD = 0, 1, 2
 # Position of a pattern type among the buckets of one name length (UNKNOWN, LITERAL, PREFIXED).
 _PATTERN_ORDER = {int(PatternType.UNKNOWN): 0, int(PatternType.LITERAL): 1, int(PatternType.PREFIXED): 2}
-# The packed scan position of a hit (``_hit``): rank (26 bits), operation (4), principal (1), host (1),
-# permission (2), then the ACL's number (29 bits: the resource type code and 26 bits of row number).
-_RANK_BITS, _NUM_BITS, _TYPE_NUM_BITS = 26, 29, 26
-_LAST = (1 << _RANK_BITS) - 1  # the wildcard section's rank: after every name (names up to 16M characters)
+# The packed scan position of a hit (``_hit``): rank (40 bits), operation (4), principal (1), host (1),
+# permission (2): 48 bits of a long.
+_RANK_BITS = 40
+_LAST = (1 << _RANK_BITS) - 1  # the wildcard section's rank: after every name (names up to 2**38 characters)
+_ORDER_TO_PATTERN = {order: code for code, order in _PATTERN_ORDER.items()}
 
 
 def _names(cls: type[enum.IntEnum], *, exclude: Iterable[str] = (), display: bool = True) -> dict[str, int]:
@@ -186,9 +190,9 @@ def denies_operation(acl_op: Column, requested_op: Column) -> Column:
 def prepared_acls(acls: DataFrame) -> DataFrame:
     """ACLs with int codes and their match kind, the rows the library could not hold dropped.
 
-    Columns: ``acl_id``, ``acl_num`` (a number unique among the ACLs, below ``2**_NUM_BITS``), ``rt``
-    (resource type code), ``kind`` (0 LITERAL name, 1 PREFIXED/UNKNOWN prefix, 2 LITERAL ``*``), ``key``
-    (the pattern name), ``name_len``, ``pattern_order``, ``principal``, ``host``, ``acl_op``, ``perm``."""
+    Columns: ``acl_id``, ``rt`` (resource type code), ``pattern`` (code), ``kind`` (0 LITERAL name, 1 PREFIXED
+    or UNKNOWN prefix, 2 LITERAL ``*``), ``key`` (the pattern name), ``name_len``, ``pattern_order``,
+    ``principal``, ``host``, ``acl_op``, ``perm`` (codes)."""
     pattern = enum_code("pattern_type", PATTERN_CODES, case_sensitive=True)
     coded = (
         acls.select(
@@ -204,12 +208,10 @@ def prepared_acls(acls: DataFrame) -> DataFrame:
         .where(F.col("rt").isNotNull() & F.col("pattern").isNotNull())
         .where(F.col("acl_op").isNotNull() & F.col("perm").isNotNull())
     )
-    # Numbered per resource type (a window per type, so no single-partition window), the type in the high bits.
-    number = F.row_number().over(Window.partitionBy("rt").orderBy("acl_id", "key", "principal", "host", "acl_op"))
     return coded.select(
         "acl_id",
-        (F.col("rt").cast("long") * (1 << _TYPE_NUM_BITS) + number).alias("acl_num"),
         "rt",
+        "pattern",
         F.when(F.col("pattern") != _LITERAL, F.lit(_PREFIX))
         .when(F.col("key") == WILDCARD_RESOURCE, F.lit(_WILDCARD))
         .otherwise(F.lit(_EXACT))
@@ -228,7 +230,7 @@ def name_candidates(names: DataFrame, acls: DataFrame) -> DataFrame:
     """Every ACL whose pattern matches each name, with its scan ranks (step 1 of the module docstring).
 
     ``names``: distinct (``rt``, ``resource_name``); ``acls``: ``prepared_acls``. Result: ``rt``,
-    ``resource_name``, ``acl_num``, ``principal``, ``host``, ``acl_op``, ``perm``, and ``deny_rank`` and
+    ``resource_name``, ``principal``, ``host``, ``acl_op``, ``perm``, and ``deny_rank`` and
     ``allow_rank``: the position of the ACL's name and pattern in Kafka's scan of this name."""
     name = F.col("resource_name")
     prefixes = F.transform(
@@ -249,7 +251,6 @@ def name_candidates(names: DataFrame, acls: DataFrame) -> DataFrame:
     return joined.select(
         "rt",
         "resource_name",
-        "acl_num",
         "principal",
         "host",
         "acl_op",
@@ -263,7 +264,8 @@ def name_candidates(names: DataFrame, acls: DataFrame) -> DataFrame:
 
 
 def _hit(rank: str) -> Column:
-    """A hit's place in Kafka's scan packed into one long, the ACL's number in the low bits.
+    """A hit's place in Kafka's scan packed into one long (rank, 4 bits of operation, 1 of principal, 1 of
+    host, 2 of permission), which also identifies the ACL for this request (``_deciding_acl``).
 
     Kafka's order is the bucket (``rank``), then operation, principal, host and permission inside it. Of
     one request's hits in one bucket the principal is the request's or ``User:*`` and the host the
@@ -272,8 +274,28 @@ def _hit(rank: str) -> Column:
     greater_host = F.col("acl_host") > F.least(F.col("host"), F.lit(WILDCARD_HOST))
     order = F.col(rank) * 16 + F.col("acl_op")
     order = (order * 2 + greater_principal.cast("long")) * 2 + greater_host.cast("long")
-    order = order * 4 + F.col("perm")
-    return order * (1 << _NUM_BITS) + F.col("acl_num")
+    return order * 4 + F.col("perm")
+
+
+def _deciding_acl(hit: Column) -> list[Column]:
+    """The 7-tuple (as ``prepared_acls`` codes) of the ACL a packed ``_hit`` stands for, for this request."""
+    rank = F.shiftright(hit, 8)
+    named = rank != _LAST
+    name_len = F.char_length("resource_name") - F.shiftright(rank, 2)
+    pattern_order = F.create_map(*[F.lit(x) for kv in _ORDER_TO_PATTERN.items() for x in kv])
+    principals, hosts = (F.col("principal"), F.lit(WILDCARD_PRINCIPAL)), (F.col("host"), F.lit(WILDCARD_HOST))
+    return [
+        F.when(named, pattern_order[rank.bitwiseAND(F.lit(3))]).otherwise(F.lit(_LITERAL)).alias("pattern"),
+        F.when(named, F.substring("resource_name", 1, name_len)).otherwise(F.lit(WILDCARD_RESOURCE)).alias("key"),
+        F.when(F.shiftright(hit, 3).bitwiseAND(F.lit(1)) == 1, F.greatest(*principals))
+        .otherwise(F.least(*principals))
+        .alias("acl_principal"),
+        F.when(F.shiftright(hit, 2).bitwiseAND(F.lit(1)) == 1, F.greatest(*hosts))
+        .otherwise(F.least(*hosts))
+        .alias("acl_host"),
+        F.shiftright(hit, 4).bitwiseAND(F.lit(15)).cast("int").alias("acl_op"),
+        hit.bitwiseAND(F.lit(3)).cast("int").alias("perm"),
+    ]
 
 
 def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettings) -> DataFrame:
@@ -296,7 +318,6 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
     applicable = candidates.where(F.instr("principal", ":") > 0).select(
         "rt",
         "resource_name",
-        "acl_num",
         F.col("principal").alias("acl_principal"),
         F.col("host").alias("acl_host"),
         "acl_op",
@@ -310,27 +331,30 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
         "op",
         F.explode(F.array_distinct(F.array(F.col("principal"), F.lit(WILDCARD_PRINCIPAL)))).alias("acl_principal"),
     ).select("*", F.explode(F.array_distinct(F.array(F.col("host"), F.lit(WILDCARD_HOST)))).alias("acl_host"))
-    hits = probes.join(applicable, on=["rt", "resource_name", "acl_principal", "acl_host"])
+    # A left join: a request no ACL applies to keeps a row, so ``keys`` is read here and for ``names`` only.
+    hits = probes.join(applicable, on=["rt", "resource_name", "acl_principal", "acl_host"], how="left")
     allow = F.col("perm") == _ALLOW
-    verdicts = hits.groupBy(*REQUEST_COLUMNS).agg(
+    verdicts = hits.groupBy(*REQUEST_COLUMNS, "rt").agg(
         F.min(F.when(~allow & denies_operation(F.col("acl_op"), F.col("op")), _hit("deny_rank"))).alias("deny"),
         F.max(F.when(allow & grants_operation(F.col("acl_op"), F.col("op")), _hit("allow_rank"))).alias("allow"),
     )
-    low_bits = (1 << _NUM_BITS) - 1
+    hit = F.coalesce(F.col("deny"), F.col("allow"))
     deciding = verdicts.select(
-        *REQUEST_COLUMNS,
-        F.col("deny").isNotNull().alias("denied"),
-        (F.coalesce(F.col("deny"), F.col("allow")).bitwiseAND(F.lit(low_bits))).alias("acl_num"),
+        *REQUEST_COLUMNS, "rt", F.col("deny").isNotNull().alias("denied"), hit.alias("hit"), *_deciding_acl(hit)
     )
-    ids = prepared.select("acl_num", "acl_id")
-    decided = (
-        coded.join(deciding, on=list(REQUEST_COLUMNS), how="left")
-        .join(has_acls, on=["rt", "resource_name"], how="left")
-        .join(ids, on="acl_num", how="left")
+    # The hit names the deciding ACL's 7-tuple, so its id comes from an equi-join on that tuple (the smallest
+    # id, should the ACL frame repeat a tuple).
+    tuple_columns = ["rt", "pattern", "key", "acl_principal", "acl_host", "acl_op", "perm"]
+    ids = (
+        prepared.withColumnRenamed("principal", "acl_principal")
+        .withColumnRenamed("host", "acl_host")
+        .groupBy(*tuple_columns)
+        .agg(F.min("acl_id").alias("acl_id"))
     )
+    decided = deciding.join(has_acls, on=["rt", "resource_name"], how="left").join(ids, on=tuple_columns, how="left")
     super_users = sorted(settings.super_users)
     is_super = F.col("principal").isin(super_users) if super_users else F.lit(False)
-    by_acl = F.col("acl_num").isNotNull()
+    by_acl = F.col("hit").isNotNull()
     everyone = F.lit(settings.allow_everyone_if_no_acl_found) & F.col("has_acls").isNull()
     granted = is_super | (~F.coalesce(F.col("denied"), F.lit(False)) & (by_acl | everyone))
     rule = (
