@@ -34,7 +34,8 @@ the rejects): name those explicitly or by a glob. Gzipped files are read too. A 
 a block's lines come in order, so a first small pass counts the lines of each (file, block) and a running
 sum per file gives each block's first line number; the parsing pass adds a line's index within its block
 (from ``monotonically_increasing_id``, which numbers a partition's rows in order). Each file is thus read
-twice, both times in parallel and without Python.
+twice, both times in parallel and without Python. The parsed lines are cached (memory and disk): ``frame``,
+``rejects`` and the jobs after them read the cache instead of parsing again.
 
 **rejects** (``REJECTS_SCHEMA``): ``source_line`` is the line number, ``raw`` the line (at most 4096 chars),
 ``reason`` one of: malformed JSON; not an authorization event; a missing field (named); an unknown
@@ -134,11 +135,13 @@ def read_audit(spark: SparkSession, paths: str | os.PathLike[str] | Iterable[str
     from pyspark.sql import functions as F
 
     parsed = _parse(_numbered_lines(spark, audit_files(paths)))
-    ok = parsed.where(F.col("reason").isNull())
-    frame = conform(ok.select(*[f.name for f in AUTHZ_EVENT_SCHEMA]), AUTHZ_EVENT_SCHEMA)
-    rejects = parsed.where(F.col("reason").isNotNull()).select(
-        "source_file", "source_line", "reason", F.substring("line", 1, RAW_LIMIT).alias("raw")
-    )
+    columns = [f.name for f in AUTHZ_EVENT_SCHEMA]
+    rejected = F.col("reason").isNotNull()
+    # Parse once: both outputs (and every job after them) read the cached result. Without it, Spark pushes the
+    # ``reason`` filters into the parse and evaluates from_json and the regex once per use of a field.
+    both = parsed.select(*columns, "reason", F.when(rejected, F.substring("line", 1, RAW_LIMIT)).alias("raw")).cache()
+    frame = conform(both.where(F.col("reason").isNull()).select(*columns), AUTHZ_EVENT_SCHEMA)
+    rejects = both.where(rejected).select("source_file", "source_line", "reason", "raw")
     return ReadResult(frame, conform(rejects, REJECTS_SCHEMA))
 
 
