@@ -1,0 +1,459 @@
+"""``ksteward pipeline whatif``: which real requests would an ACL plan flip, before it is applied.
+
+::
+
+    plan = load_plan("plan.json")
+    flips = whatif(events, acls, AuthorizerSettings.from_properties(props), plan)
+
+Every request of the window (``events``: ``AUTHZ_EVENT_SCHEMA``, or any frame with ``REQUEST_COLUMNS`` and
+``event_time``) is re-decided twice with :func:`ksteward.pipeline.decide.decide_distinct`: under the current
+state (``acls``, ``settings``) and under the planned one. The logged decision is not used: the comparison
+is between two re-decisions, so a plan is judged on the very rules the broker applies. The events are
+aggregated once into distinct requests (persisted: every later step reads that small frame, not the
+events). Output, one row per request whose ``granted`` differs, most events first:
+
+- ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``: the request. The host is kept
+  because a decision depends on it (host-specific ACLs), so one row has one before and one after;
+- ``events`` (long), ``first_seen``, ``last_seen`` (timestamps): how often and when it was seen;
+- ``granted_before``, ``rule_before``, ``acl_id_before``, ``granted_after``, ``rule_after``, ``acl_id_after``:
+  the two decisions (``DECISION_SCHEMA``; created ACLs have ids ``plan:create:N``);
+- ``change``: ``ALLOWED->DENIED`` (a client would break) or ``DENIED->ALLOWED``.
+
+The trap it exists for: with ``allow.everyone.if.no.acl.found=true`` a topic without ACLs is open to all,
+and the first ALLOW on it (say for a new consumer) closes it to everyone else; every other principal that
+used the topic shows up as ``ALLOWED->DENIED`` with ``rule_after = no_matching_acl``.
+
+Plan file (JSON)::
+
+    {
+      "create": [
+        {"resource_type": "TOPIC", "resource_name": "orders", "pattern_type": "LITERAL",
+         "principal": "User:billing", "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+      ],
+      "delete": [
+        {"resource_type": "TOPIC", "resource_name": "legacy-", "pattern_type": "PREFIXED",
+         "principal": "User:old-app", "operation": "ALL", "permission_type": "ALLOW"}
+      ],
+      "delete_matching": [
+        {"principal": "User:contractor"},
+        {"resource_type": "TOPIC", "resource_name": "payments-eu", "pattern_type": "MATCH"}
+      ],
+      "super.users": "User:admin;User:ops",
+      "allow.everyone.if.no.acl.found": false
+    }
+
+- ``create``: ACL bindings; ``pattern_type`` defaults to ``LITERAL`` and ``host`` to ``*`` (as
+  ``kafka-acls.sh``), every other field is required. Each is validated as CreateAcls does (spec §3.3); one
+  equal to an ACL that remains is a no-op, as in Kafka.
+- ``delete``: exact bindings, the same fields and defaults as ``create``: removes that one ACL.
+- ``delete_matching``: DeleteAcls filters (spec §3.1): a missing ``resource_name``, ``principal`` or ``host``
+  matches anything, a missing enum field is ``ANY``; ``pattern_type`` ``MATCH`` removes every ACL that
+  applies to the named resource (literal, ``*`` and prefixes). Filters with an ``UNKNOWN`` field are refused,
+  as Kafka refuses them.
+- ``super.users`` (Kafka's ``;``-separated string, or a JSON list) and ``allow.everyone.if.no.acl.found``
+  (a JSON boolean or Kafka's string): the planned broker settings; absent means unchanged.
+
+Deletions are matched against the current ACLs (as one DeleteAcls request), then the creations are added.
+Every key is checked: an unknown key is an error (a misspelt ``"principle"`` must not silently widen a
+filter). Errors name the file and the entry (``plan.json: delete_matching[1]: ...``).
+
+How deletions are applied, without collecting the 100,000 ACLs to the driver: exact ``delete`` bindings
+by a left-anti join on the seven fields (a plan may hold thousands), ``delete_matching`` filters as Spark
+column expressions (:func:`filter_condition`): each filter is a constant predicate on one ACL row, so
+removing them is a narrow ``where``, with the semantics of ``AclBindingFilter.matches`` (a test compares
+the two on every pair of a grid of ACLs and filters).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, TypeVar
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ksteward.authorizer import AclBinding, AclBindingFilter
+from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.authorizer.standard import parse_allow_everyone, parse_super_users
+from ksteward.controller.acls import _validate_creation
+from ksteward.pipeline.decide import (
+    ACL_OPERATION_CODES,
+    PERMISSION_CODES,
+    RESOURCE_TYPE_CODES,
+    acl_frame,
+    decide_distinct,
+    enum_code,
+)
+from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Plan", "add_arguments", "filter_condition", "load_plan", "parse_plan", "planned_acls", "run", "whatif"]
+
+_BINDING_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
+                   "permission_type")  # fmt: skip
+_SETTINGS_KEYS = ("super.users", "allow.everyone.if.no.acl.found")
+_SECTIONS = ("create", "delete", "delete_matching")
+ALLOWED_TO_DENIED = "ALLOWED->DENIED"
+DENIED_TO_ALLOWED = "DENIED->ALLOWED"
+CREATED_ID_PREFIX = "plan:create:"
+_T = TypeVar("_T", AclBinding, AclBindingFilter)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """An ACL change and, optionally, new broker settings (see the module docstring for the JSON form).
+
+    ``delete`` holds exact bindings; ``delete_matching`` DeleteAcls filters. ``None`` settings: unchanged."""
+
+    create: tuple[AclBinding, ...] = ()
+    delete: tuple[AclBinding, ...] = ()
+    delete_matching: tuple[AclBindingFilter, ...] = ()
+    super_users: frozenset[str] | None = None
+    allow_everyone_if_no_acl_found: bool | None = None
+
+    def settings_after(self, current: AuthorizerSettings) -> AuthorizerSettings:
+        """The broker settings once the plan is applied."""
+        if self.super_users is not None:
+            current = replace(current, super_users=self.super_users)
+        if self.allow_everyone_if_no_acl_found is not None:
+            current = replace(current, allow_everyone_if_no_acl_found=self.allow_everyone_if_no_acl_found)
+        return current
+
+
+# --- the plan file ----------------------------------------------------------------------------------
+
+
+class _PlanError(Exception):
+    pass
+
+
+def _entry_fields(entry: object, *, exact: bool) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise _PlanError(f"expected an object, got {type(entry).__name__}")
+    unknown = sorted(set(entry) - set(_BINDING_FIELDS))
+    if unknown:
+        raise _PlanError(f"unknown key(s) {', '.join(map(repr, unknown))}; the keys are {', '.join(_BINDING_FIELDS)}")
+    for key, value in entry.items():
+        if not isinstance(value, str):
+            raise _PlanError(f"{key!r} must be a string, not {json.dumps(value)}")
+    fields = dict(entry)
+    if exact:
+        fields.setdefault("pattern_type", "LITERAL")
+        fields.setdefault("host", "*")
+        missing = [f for f in _BINDING_FIELDS if f not in fields]
+        if missing:
+            raise _PlanError(f"missing {', '.join(map(repr, missing))}")
+    return fields
+
+
+def _construct(cls: type[_T], entry: object, *, exact: bool) -> _T:
+    try:
+        return cls(**_entry_fields(entry, exact=exact))
+    except ValueError as exc:
+        raise _PlanError(str(exc)) from None
+
+
+def _binding(entry: object) -> AclBinding:
+    acl = _construct(AclBinding, entry, exact=True)
+    error = _validate_creation(acl, int(acl.pattern_type))
+    if error is not None:
+        raise _PlanError(f"not a valid ACL: {error['error_message']}")
+    return acl
+
+
+def _filter(entry: object) -> AclBindingFilter:
+    acl_filter = _construct(AclBindingFilter, entry, exact=False)
+    if acl_filter.is_unknown:
+        raise _PlanError("a filter with an UNKNOWN field matches nothing (Kafka refuses it)")
+    return acl_filter
+
+
+def parse_plan(document: object, source: str = "plan") -> Plan:
+    """A :class:`Plan` from the decoded JSON ``document``; InputError naming ``source`` and the bad entry."""
+    if not isinstance(document, dict):
+        raise InputError(f"{source}: the plan must be a JSON object")
+    unknown = sorted(set(document) - set(_SECTIONS) - set(_SETTINGS_KEYS))
+    if unknown:
+        keys = ", ".join(map(repr, (*_SECTIONS, *_SETTINGS_KEYS)))
+        raise InputError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}; the keys are {keys}")
+    parsed: dict[str, list[Any]] = {}
+    for section, parse in (("create", _binding), ("delete", _binding), ("delete_matching", _filter)):
+        entries = document.get(section, [])
+        if not isinstance(entries, list):
+            raise InputError(f"{source}: {section!r} must be a list")
+        parsed[section] = []
+        for i, entry in enumerate(entries):
+            try:
+                parsed[section].append(parse(entry))
+            except _PlanError as exc:
+                raise InputError(f"{source}: {section}[{i}]: {exc}") from None
+    return Plan(
+        tuple(parsed["create"]),
+        tuple(parsed["delete"]),
+        tuple(parsed["delete_matching"]),
+        _super_users(document, source),
+        _allow_everyone(document, source),
+    )
+
+
+def _super_users(document: Mapping[str, Any], source: str) -> frozenset[str] | None:
+    value = document.get("super.users")
+    if value is None:
+        return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = ";".join(value)
+    if not isinstance(value, str):
+        raise InputError(f"{source}: 'super.users' must be a string or a list of strings")
+    try:
+        return parse_super_users(value)
+    except ValueError as exc:
+        raise InputError(f"{source}: 'super.users': {exc}") from None
+
+
+def _allow_everyone(document: Mapping[str, Any], source: str) -> bool | None:
+    value = document.get("allow.everyone.if.no.acl.found")
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return parse_allow_everyone(value)
+    raise InputError(f"{source}: 'allow.everyone.if.no.acl.found' must be a boolean")
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read and check the plan file at ``path`` (InputError naming the file, and the entry when it is one)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON: {exc.msg}") from None
+    return parse_plan(document, str(path))
+
+
+# --- the job ------------------------------------------------------------------------------------------
+
+
+def filter_condition(acl_filter: AclBindingFilter) -> Column:
+    """True on the ``ACL_SCHEMA`` rows that ``acl_filter.matches`` (spec §3.1), as one column expression."""
+    cond = F.lit(True)
+    if acl_filter.resource_type is not ResourceType.ANY:
+        cond &= enum_code("resource_type", RESOURCE_TYPE_CODES) == int(acl_filter.resource_type)
+    pattern, name = acl_filter.pattern_type, acl_filter.resource_name
+    acl_pattern, acl_name = F.col("pattern_type"), F.col("resource_name")
+    if pattern is not PatternType.ANY and pattern is not PatternType.MATCH:
+        cond &= acl_pattern == pattern.name
+    if name is not None:
+        if pattern is PatternType.MATCH:
+            literal = (acl_pattern == PatternType.LITERAL.name) & ((acl_name == name) | (acl_name == "*"))
+            prefixed = (acl_pattern == PatternType.PREFIXED.name) & F.startswith(F.lit(name), acl_name)
+            cond &= literal | prefixed
+        else:
+            cond &= acl_name == name
+    if acl_filter.principal is not None:
+        cond &= F.col("principal") == acl_filter.principal
+    if acl_filter.host is not None:
+        cond &= F.col("host") == acl_filter.host
+    if acl_filter.operation is not AclOperation.ANY:
+        cond &= enum_code("operation", ACL_OPERATION_CODES) == int(acl_filter.operation)
+    if acl_filter.permission_type is not AclPermissionType.ANY:
+        cond &= enum_code("permission_type", PERMISSION_CODES) == int(acl_filter.permission_type)
+    return cond
+
+
+def planned_acls(acls: DataFrame, plan: Plan) -> DataFrame:
+    """``acls`` (``ACL_SCHEMA``) after the plan: the deletions removed, then the creations added (ids
+    ``plan:create:N``; a creation equal to a remaining ACL adds nothing).
+
+    Exact deletions are a left-anti join on the seven fields (a plan may delete thousands); the
+    ``delete_matching`` filters, usually few, one ``where`` of their ``filter_condition``s."""
+    spark = acls.sparkSession
+    fields = list(_BINDING_FIELDS)
+    kept = acls.select(*ACL_SCHEMA.fieldNames())
+    if plan.delete:
+        deleted = acl_frame(spark, [("", b) for b in dict.fromkeys(plan.delete)]).select(*fields)
+        kept = kept.join(F.broadcast(deleted), on=fields, how="left_anti").select(*ACL_SCHEMA.fieldNames())
+    if plan.delete_matching:
+        removed = F.lit(False)
+        for acl_filter in plan.delete_matching:
+            removed |= filter_condition(acl_filter)
+        kept = kept.where(~F.coalesce(removed, F.lit(False)))
+    if not plan.create:
+        return kept
+    created = acl_frame(spark, [(f"{CREATED_ID_PREFIX}{i}", acl) for i, acl in enumerate(dict.fromkeys(plan.create))])
+    new = created.join(kept.select(*fields), on=fields, how="left_anti").select(*ACL_SCHEMA.fieldNames())
+    return kept.unionByName(new)
+
+
+def requests_seen(events: DataFrame) -> DataFrame:
+    """One row per distinct request: ``REQUEST_COLUMNS``, ``events``, ``first_seen``, ``last_seen``."""
+    return events.groupBy(*REQUEST_COLUMNS).agg(
+        F.count(F.lit(1)).alias("events"),
+        F.min("event_time").alias("first_seen"),
+        F.max("event_time").alias("last_seen"),
+    )
+
+
+def whatif(
+    events: DataFrame, acls: DataFrame, settings: AuthorizerSettings, plan: Plan | Mapping[str, Any]
+) -> DataFrame:
+    """The requests of ``events`` whose decision ``plan`` flips (columns in the module docstring).
+
+    ``plan``: a :class:`Plan`, or the decoded JSON document of one (checked by :func:`parse_plan`)."""
+    if not isinstance(plan, Plan):
+        plan = parse_plan(plan)
+    # Persisted (lazily, on first use): the events are aggregated once, not once per use (each decision
+    # reads the distinct requests twice, and the result joins them back).
+    seen = requests_seen(events).persist()
+    keys = list(REQUEST_COLUMNS)
+
+    def decided(acl_set: DataFrame, s: AuthorizerSettings, suffix: str) -> DataFrame:
+        table = decide_distinct(seen, acl_set, s)
+        return table.select(*keys, *[F.col(c).alias(f"{c}_{suffix}") for c in ("granted", "rule", "acl_id")])
+
+    before = decided(acls, settings, "before")
+    after = decided(planned_acls(acls, plan), plan.settings_after(settings), "after")
+    both = seen.join(before, on=keys).join(after, on=keys)
+    flipped = both.where(F.col("granted_before") != F.col("granted_after"))
+    change = F.when(F.col("granted_before"), F.lit(ALLOWED_TO_DENIED)).otherwise(F.lit(DENIED_TO_ALLOWED))
+    return flipped.select(
+        *keys,
+        "events",
+        "first_seen",
+        "last_seen",
+        "granted_before",
+        "rule_before",
+        "acl_id_before",
+        "granted_after",
+        "rule_after",
+        "acl_id_after",
+        change.alias("change"),
+    ).orderBy(F.desc("events"), *keys)
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The current broker settings: ``--server-config`` and/or the two explicit options (which win)."""
+    parser.add_argument(
+        "--server-config",
+        metavar="server.properties",
+        help="read super.users and allow.everyone.if.no.acl.found from the broker's config",
+    )
+    parser.add_argument("--super-users", metavar="'User:a;User:b'", help="the broker's super.users")
+    parser.add_argument("--allow-everyone-if-no-acl-found", choices=("true", "false"), type=str.lower,
+                        help="the broker's allow.everyone.if.no.acl.found (default false)")  # fmt: skip
+
+
+def settings_from_args(args: argparse.Namespace) -> AuthorizerSettings:
+    """The settings ``add_settings_arguments`` describe; InputError for an unreadable file or bad value."""
+    props: dict[str, str] = {}
+    if args.server_config:
+        from ksteward.configs.properties import load_properties
+
+        try:
+            props.update(load_properties(args.server_config))
+        except OSError as exc:
+            raise InputError(f"{args.server_config}: {exc.strerror or exc}") from None
+    if args.super_users is not None:
+        props["super.users"] = args.super_users
+    if args.allow_everyone_if_no_acl_found is not None:
+        props["allow.everyone.if.no.acl.found"] = args.allow_everyone_if_no_acl_found
+    try:
+        return AuthorizerSettings.from_properties(props)
+    except ValueError as exc:
+        raise InputError(f"super.users: {exc}") from None
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """``--from``/``--to``: an ISO-8601 time or date, UTC when it has no zone."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def in_window(events: DataFrame, start: datetime.datetime | None, end: datetime.datetime | None) -> DataFrame:
+    """The events with ``start <= event_time < end`` (an open end when None)."""
+    if start is not None:
+        events = events.where(F.col("event_time") >= F.lit(start))
+    if end is not None:
+        events = events.where(F.col("event_time") < F.lit(end))
+    return events
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metadata-dir", required=True, help="the current ACLs: a data dir or __cluster_metadata-0")
+    parser.add_argument("--audit", required=True, nargs="+", metavar="PATH", help="audit log files, dirs or globs")
+    parser.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="window start (inclusive)")
+    parser.add_argument("--to", dest="end", type=parse_time, metavar="TIME", help="window end (exclusive)")
+    parser.add_argument("--plan", required=True, metavar="PLAN.json", help="the ACL change (format: module docs)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="writes DIR/flips (and DIR/rejects)")
+    parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of the summary table (default 20)")
+    parser.add_argument("--fail-on-break", action="store_true",
+                        help="exit 1 when a request that is allowed today would be denied")  # fmt: skip
+    add_settings_arguments(parser)
+
+
+def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """Read the state and the window's events, apply ``--plan``, write the flips and print a summary."""
+    from ksteward.pipeline.jobs import write_rejects, write_table
+    from ksteward.pipeline.jobs.state import state_at
+    from ksteward.pipeline.readers import read_audit, read_metadata
+
+    out = out or sys.stdout
+    plan = load_plan(args.plan)
+    settings = settings_from_args(args)
+    records, metadata_rejects = read_metadata(spark, args.metadata_dir)
+    events, audit_rejects = read_audit(spark, args.audit)
+    flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
+    target = Path(args.out) / "flips"
+    write_table(flips, target, args.format)
+    written = spark.read.format(args.format).load(str(target)) if args.format != "csv" else flips
+    write_rejects(metadata_rejects.unionByName(audit_rejects), args.out, args.format)
+    totals = written.groupBy("change").agg(F.count(F.lit(1)).alias("requests"), F.sum("events").alias("events"))
+    by_change = {r.change: (r.requests, r.events) for r in totals.collect()}
+    breaks = by_change.get(ALLOWED_TO_DENIED, (0, 0))
+    opens = by_change.get(DENIED_TO_ALLOWED, (0, 0))
+    print(f"{breaks[0]} request(s) ({breaks[1]} events) would be denied, "
+          f"{opens[0]} ({opens[1]} events) newly allowed -> {target}", file=out)  # fmt: skip
+    rows = written.orderBy(F.desc("events"), *REQUEST_COLUMNS).limit(args.show).collect()
+    print_table(
+        ("change", "principal", "host", "operation", "resource", "events", "rule before -> after"),
+        [
+            (
+                r.change,
+                r.principal,
+                r.host,
+                r.operation,
+                f"{r.resource_type}:{r.resource_name}",
+                r.events,
+                f"{r.rule_before} -> {r.rule_after}",
+            )
+            for r in rows
+        ],
+        out,
+    )
+    return 1 if args.fail_on_break and breaks[0] else 0
+
+
+def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], out: IO[str]) -> None:
+    """A plain fixed-width table."""
+    cells = [list(map(str, header)), *([str(v) for v in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for n, row in enumerate(cells):
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)

@@ -1,0 +1,268 @@
+"""``ksteward pipeline who-can``: the principals and hosts allowed an operation on one resource, and why.
+
+::
+
+    answer = who_can(state.acls, settings, "TOPIC", "orders", "READ")
+    answer = who_can(acls, settings, "TOPIC", "orders", "READ", principals=events.select("principal", "host"))
+
+Each row is a (``principal``, ``host``) in the ACLs' own terms, and ``decide`` grants it:
+
+- ``principal`` ``User:*`` means *every principal* (of every type: ``Group:x`` too) that no DENY in
+  ``narrowed_by`` names; ``host`` ``*`` means *every host* that no DENY in ``narrowed_by`` names. A row is
+  exactly ``decide`` of that principal and host: the literal strings ``User:*`` and ``*`` behave in the
+  authorizer as a principal and a host that no ACL names specifically, i.e. "anyone else".
+- Which rows: the principal and host of every ALLOW ACL that grants the operation on the resource (its
+  name, the ``*`` wildcard, its prefixes; ALL and the implications of spec §1.3), each super user (host
+  ``*``), ``User:*`` from ``*`` (so "everyone" shows whenever everyone is allowed, by a wildcard ACL or by
+  ``allow.everyone.if.no.acl.found``), and, when ``principals`` is given, the observed (principal, host)
+  pairs (e.g. from audit events). Of those, the ones ``decide`` grants.
+
+The guarantee (tested): a concrete principal P from host H is allowed iff some row covers it (its principal
+is P or ``User:*``, its host H or ``*``) and none of that row's ``narrowed_by`` DENYs names P (or ``User:*``)
+and H (or ``*``).
+
+Columns: ``principal``, ``host``; ``rule`` (``super_user``, ``acl``, ``allow_everyone_default``) and
+``acl_id`` (the deciding ACL) as ``decide`` gives them; ``allowing_acl_ids`` (sorted array: every ALLOW ACL
+that applies to this principal and host); ``narrowed_by_acl_ids`` (sorted array: the DENY ACLs, or ACLs
+of UNKNOWN permission, that deny the operation to part of what the row covers: another principal under
+``User:*``, another host under ``*``); ``note`` (the same in words).
+
+The candidate ACLs are those of one resource, found with constant predicates (no join on names); rows
+and their allowing ACLs are equi-joined; the ``narrowed_by`` pairing is a nested-loop join of two frames
+bounded by the ACLs of that one resource.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import IO, TYPE_CHECKING
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from ksteward.authorizer import AclOperation, PatternType, ResourceType
+from ksteward.authorizer.binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE
+from ksteward.authorizer.enums import AclPermissionType, parse_enum
+from ksteward.pipeline.decide import (
+    ACL_OPERATION_CODES,
+    PATTERN_CODES,
+    PERMISSION_CODES,
+    RESOURCE_TYPE_CODES,
+    decide,
+    denies_operation,
+    enum_code,
+    grants_operation,
+)
+from ksteward.pipeline.jobs.whatif import add_settings_arguments, print_table, settings_from_args
+from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.schemas import AuthorizerSettings
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["add_arguments", "parse_resource", "resource_acls", "run", "who_can"]
+
+_ALLOW = int(AclPermissionType.ALLOW)
+
+
+def resource_acls(acls: DataFrame, resource_type: ResourceType, resource_name: str) -> DataFrame:
+    """The ACLs whose pattern matches the one resource (LITERAL name or ``*``; PREFIXED, and UNKNOWN which
+    Kafka scans as a prefix, that start it), with ``acl_op`` and ``perm`` codes added."""
+    pattern = enum_code("pattern_type", PATTERN_CODES, case_sensitive=True)
+    name = F.col("resource_name")
+    literal = (pattern == int(PatternType.LITERAL)) & ((name == resource_name) | (name == WILDCARD_RESOURCE))
+    prefix = pattern.isin(int(PatternType.PREFIXED), int(PatternType.UNKNOWN)) & F.startswith(
+        F.lit(resource_name), name
+    )
+    return acls.where(
+        (enum_code("resource_type", RESOURCE_TYPE_CODES) == int(resource_type)) & (literal | prefix)
+    ).select(
+        "acl_id",
+        "principal",
+        "host",
+        enum_code("operation", ACL_OPERATION_CODES).alias("acl_op"),
+        enum_code("permission_type", PERMISSION_CODES).alias("perm"),
+    )
+
+
+def _meets(row_value: Column, acl_value: Column, wildcard: str) -> Column:
+    """The sets of principals (hosts) of a row and of an ACL intersect."""
+    return (acl_value == row_value) | (acl_value == wildcard) | (row_value == wildcard)
+
+
+def who_can(
+    acls: DataFrame,
+    settings: AuthorizerSettings,
+    resource_type: ResourceType | str,
+    resource_name: str,
+    operation: AclOperation | str,
+    *,
+    principals: DataFrame | None = None,
+) -> DataFrame:
+    """Who is allowed ``operation`` on the resource (columns and meaning in the module docstring).
+
+    ``principals``: optional observed ``principal``, ``host`` pairs to decide as well."""
+    rt = parse_enum(ResourceType, resource_type)
+    op = parse_enum(AclOperation, operation)
+    spark = acls.sparkSession
+    on_resource = resource_acls(acls, rt, resource_name).where(F.instr("principal", ":") > 0)
+    allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
+    denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
+
+    fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
+    candidates = spark.createDataFrame(fixed, "principal string, host string").unionByName(
+        allows.select("principal", "host")
+    )
+    if principals is not None:
+        candidates = candidates.unionByName(principals.select("principal", "host"))
+    requests = candidates.distinct().select(
+        "principal",
+        "host",
+        F.lit(op.name).alias("operation"),
+        F.lit(rt.name).alias("resource_type"),
+        F.lit(resource_name).alias("resource_name"),
+    )
+    granted = decide(requests, acls, settings).where("granted").select("principal", "host", "rule", "acl_id")
+
+    d, r = denies.alias("d"), granted.alias("r")
+    allowing = (
+        granted.select(
+            "principal",
+            "host",
+            F.explode(F.array_distinct(F.array("principal", F.lit(WILDCARD_PRINCIPAL)))).alias("acl_principal"),
+        )
+        .select("*", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD_HOST)))).alias("acl_host"))
+        .join(
+            allows.select(F.col("principal").alias("acl_principal"), F.col("host").alias("acl_host"), "acl_id"),
+            on=["acl_principal", "acl_host"],
+        )
+        .groupBy("principal", "host")
+        .agg(F.array_sort(F.collect_set("acl_id")).alias("allowing_acl_ids"))
+    )
+    # The DENYs that meet a row: a condition with ORs, so a nested-loop join, but of two frames bounded by
+    # the ACLs of this one resource.
+    narrowing = (
+        r.where(F.col("rule") != "super_user")
+        .join(
+            d,
+            _meets(F.col("r.principal"), F.col("d.principal"), WILDCARD_PRINCIPAL)
+            & _meets(F.col("r.host"), F.col("d.host"), WILDCARD_HOST),
+        )
+        .groupBy("r.principal", "r.host")
+        .agg(F.array_sort(F.collect_set("d.acl_id")).alias("narrowed_by_acl_ids"))
+    )
+    empty = F.array().cast("array<string>")
+    answer = (
+        granted.join(allowing, on=["principal", "host"], how="left")
+        .join(narrowing, on=["principal", "host"], how="left")
+        .select(
+            "principal",
+            "host",
+            "rule",
+            "acl_id",
+            F.coalesce("allowing_acl_ids", empty).alias("allowing_acl_ids"),
+            F.coalesce("narrowed_by_acl_ids", empty).alias("narrowed_by_acl_ids"),
+        )
+    )
+    return answer.withColumn("note", _note(rt, resource_name)).orderBy("principal", "host")
+
+
+def _note(rt: ResourceType, resource_name: str) -> Column:
+    rule, principal, host = F.col("rule"), F.col("principal"), F.col("host")
+    narrowed = F.col("narrowed_by_acl_ids")
+    return F.concat_ws(
+        "; ",
+        F.when(rule == "super_user", F.lit("super user: allowed from any host whatever the ACLs")),
+        F.when(
+            rule == "allow_everyone_default",
+            F.lit(f"everyone: no ACL matches {rt.name}:{resource_name} and allow.everyone.if.no.acl.found=true"),
+        ),
+        F.when(
+            (rule == "acl") & (principal == WILDCARD_PRINCIPAL), F.lit("every principal (of any type) not denied below")
+        ),
+        F.when((rule != "super_user") & (host == WILDCARD_HOST), F.lit("from any host not denied below")),
+        F.when(
+            F.size(narrowed) > 0,
+            F.concat(F.lit("narrowed by DENY "), F.array_join(narrowed, ", ")),
+        ),
+    )
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def parse_resource(text: str) -> tuple[ResourceType, str]:
+    """``--resource TYPE:NAME`` (``TOPIC:orders``, ``Group:billing``; the name may contain colons)."""
+    kind, sep, name = text.partition(":")
+    try:
+        rt = parse_enum(ResourceType, kind)
+    except ValueError:
+        rt = ResourceType.UNKNOWN
+    if not sep or rt in (ResourceType.ANY, ResourceType.UNKNOWN):
+        raise argparse.ArgumentTypeError(f"expected TYPE:NAME with TYPE one of TOPIC, GROUP, CLUSTER, ...: {text!r}")
+    return rt, name
+
+
+def _operation(text: str) -> AclOperation:
+    try:
+        op = parse_enum(AclOperation, text)
+    except ValueError:
+        op = AclOperation.UNKNOWN
+    if op in (AclOperation.ANY, AclOperation.UNKNOWN, AclOperation.ALL):
+        raise argparse.ArgumentTypeError(f"not a concrete operation: {text!r}")
+    return op
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ksteward.pipeline.jobs.state import parse_at
+
+    parser.add_argument("--metadata-dir", required=True, help="a data dir, a __cluster_metadata-0 dir, or one file")
+    parser.add_argument("--resource", required=True, type=parse_resource, metavar="TYPE:NAME", help="TOPIC:orders")
+    parser.add_argument("--operation", required=True, type=_operation, metavar="OP", help="READ, WRITE, DESCRIBE...")
+    parser.add_argument(
+        "--at", type=parse_at, default=None, metavar="OFFSET|TIMESTAMP", help="the state then (default: latest)"
+    )
+    parser.add_argument("--audit", nargs="+", metavar="PATH", help="also decide the principals/hosts seen here")
+    parser.add_argument("--out", metavar="DIR", help="also write the answer to DIR/who_can")
+    add_settings_arguments(parser)
+
+
+def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
+    """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
+    import datetime
+    from pathlib import Path
+
+    from ksteward.pipeline.jobs import write_rejects, write_table
+    from ksteward.pipeline.jobs.state import state_at
+    from ksteward.pipeline.readers import read_audit, read_metadata
+
+    out = out or sys.stdout
+    settings = settings_from_args(args)
+    records, rejects = read_metadata(spark, args.metadata_dir)
+    at = args.at
+    state = state_at(
+        records,
+        offset=at if isinstance(at, int) else None,
+        timestamp=at if isinstance(at, datetime.datetime) else None,
+    )
+    observed = None
+    if args.audit:
+        events, audit_rejects = read_audit(spark, args.audit)
+        observed = events.select("principal", "host").distinct()
+        rejects = rejects.unionByName(audit_rejects)
+    rt, name = args.resource
+    answer = who_can(state.acls, settings, rt, name, args.operation, principals=observed)
+    if args.out:
+        write_table(answer, Path(args.out) / "who_can", args.format)
+        write_rejects(rejects, args.out, args.format)
+    elif rejects.limit(1).count():
+        raise InputError(f"{rejects.count()} input record(s) rejected; give --out DIR to keep them")
+    rows = answer.collect()
+    print(f"{len(rows)} principal/host pair(s) may {args.operation.name} {rt.name}:{name}", file=out)
+    print_table(
+        ("principal", "host", "rule", "allowing ACLs", "note"),
+        [(r.principal, r.host, r.rule, ",".join(r.allowing_acl_ids), r.note) for r in rows],
+        out,
+    )
+    return 0
