@@ -208,8 +208,9 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 8px;border-bott
 .card b{display:block;font-size:19px}.card span{color:#566074;font-size:12px}
 .chart{width:100%;height:auto;background:#fbfcfe;border:1px solid #eef1f5}
 .bar{fill:#c0392b}.grid{stroke:#e3e7ee}.tick,.value{font-size:11px;fill:#566074}.label{font-size:12px;fill:#1d2330}
-table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border:1px solid #dde2ea;padding:3px 6px;
-text-align:left;vertical-align:top;overflow-wrap:anywhere}th{background:#f3f5f9}tr:nth-child(even) td{background:#fafbfd}
+table{border-collapse:collapse;width:100%;font-size:12.5px}
+th,td{border:1px solid #dde2ea;padding:3px 6px;text-align:left;vertical-align:top;overflow-wrap:anywhere}
+th{background:#f3f5f9}tr:nth-child(even) td{background:#fafbfd}
 .note,.empty{color:#566074;font-style:italic}
 """
 
