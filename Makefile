@@ -52,6 +52,7 @@ bench: dev
 	$(PY) bench/acls.py
 	$(PY) bench/topics.py
 	$(PY) bench/configs.py
+	$(PY) bench/pipeline.py
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules
