@@ -77,6 +77,8 @@ KAFKA_LINE = (
     r"(?: with resourceRefCount = \d+)?(?: based on rule (.+?))?(?: \([\w.$]+\))?\s*$"
 )
 
+_SEP = "\u0000"
+
 _KAFKA_RULES = {"SuperUser": Rule.SUPER_USER, "DefaultAllow": Rule.ALLOW_EVERYONE_DEFAULT,
                 "DefaultDeny": Rule.NO_MATCHING_ACL}  # fmt: skip
 
@@ -186,10 +188,17 @@ def _parse(lines: DataFrame) -> DataFrame:
     line = F.col("line")
     is_json = F.ltrim(line).startswith("{")
     j = F.from_json(line, _JSON_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"})
-    frame = lines.withColumn("j", F.when(is_json, j)).withColumn("is_kafka", ~is_json & line.rlike(KAFKA_LINE))
+    # One regex evaluation per line: the whole line is replaced by its 12 groups joined with a separator that
+    # cannot occur in a log line (12 regexp_extract calls would run the backtracking pattern 12 times).
+    packed = F.split(F.regexp_replace(line, KAFKA_LINE, _SEP.join(f"${n}" for n in range(1, 13))), _SEP)
+    frame = (
+        lines.withColumn("j", F.when(is_json, j))
+        .withColumn("groups", F.when(~is_json, packed))
+        .withColumn("is_kafka", F.coalesce(F.size("groups") == 12, F.lit(False)))
+    )
 
     def group(n: int) -> Column:
-        return F.regexp_extract(line, KAFKA_LINE, n)
+        return F.col("groups").getItem(n - 1)
 
     kafka_time = F.concat(group(1), F.lit(" "), group(2), F.lit("."), F.rpad(group(3), 3, "0").substr(1, 3))
     kafka_rule_text = group(12)
