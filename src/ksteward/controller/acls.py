@@ -68,7 +68,7 @@ def _error(code: ErrorCode, message: str | None) -> dict[str, Any]:
 _OK = _error(ErrorCode.none, None)
 
 
-def _validate_creation(c: Any, pattern_code: int) -> dict[str, Any] | None:
+def validate_creation(c: Any, pattern_code: int) -> dict[str, Any] | None:
     """Layers 4 to 6 of §3.3; None when the creation is valid."""
     resource_type = ResourceType.from_code(int(c.resource_type))
     if resource_type is ResourceType.CLUSTER and c.resource_name != CLUSTER_NAME:
@@ -142,7 +142,7 @@ class AclControlManager:
         taken: set[uuid.UUID] = set()
         for c in creations:
             pattern = int(getattr(c, "resource_pattern_type", 3))
-            problem = _validate_creation(c, pattern)
+            problem = validate_creation(c, pattern)
             if problem is not None:
                 results.append(problem)
                 continue

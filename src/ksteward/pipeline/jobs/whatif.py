@@ -81,7 +81,7 @@ from pyspark.sql import functions as F
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.authorizer.standard import parse_allow_everyone, parse_super_users
-from ksteward.controller.acls import _validate_creation
+from ksteward.controller.acls import validate_creation
 from ksteward.pipeline.decide import (
     ACL_OPERATION_CODES,
     PERMISSION_CODES,
@@ -164,7 +164,7 @@ def _construct(cls: type[_T], entry: object, *, exact: bool) -> _T:
 
 def _binding(entry: object) -> AclBinding:
     acl = _construct(AclBinding, entry, exact=True)
-    error = _validate_creation(acl, int(acl.pattern_type))
+    error = validate_creation(acl, int(acl.pattern_type))
     if error is not None:
         raise _PlanError(f"not a valid ACL: {error['error_message']}")
     return acl
