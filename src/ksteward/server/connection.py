@@ -158,6 +158,8 @@ class Connection:
         )
         try:
             response = await spec.handler(self.node, ctx, request.body)
+        except ProtocolError:
+            raise  # a request Kafka would fail to parse: the connection is closed, as Kafka closes it
         except Exception:
             values = error_values(key, request.body)
             if values is None:
