@@ -91,7 +91,8 @@ _T = TypeVar("_T")
 
 class AuditResult(NamedTuple):
     """The audit's outputs. Every frame is lazy; ``access``, ``acl_usage``, ``acl_hits_daily``,
-    ``shadowed_acls`` and ``denials`` are cached (:meth:`unpersist` drops them), the rest are built from them.
+    ``shadowed_acls``, ``denials``, ``denials_by_hour`` and ``totals`` are cached (:meth:`unpersist` drops
+    them), the rest are built from them.
 
     ``access`` (per day and access tuple, partitioned by ``event_date`` on disk): ``event_date``,
     ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``, ``granted`` (as logged),
@@ -139,7 +140,8 @@ class AuditResult(NamedTuple):
 
     def unpersist(self) -> None:
         """Drop the cached tables (``access`` and the small ones built from it) once the outputs are written."""
-        for frame in (self.access, self.acl_usage, self.acl_hits_daily, self.shadowed_acls, self.denials):
+        cached = (self.access, self.acl_usage, self.acl_hits_daily, self.shadowed_acls, self.denials)
+        for frame in (*cached, self.denials_by_hour, self.totals):
             frame.unpersist()
 
 
@@ -177,9 +179,10 @@ def audit(
         windowed.where(~F.col("granted"))
         .groupBy("event_date", F.date_trunc("hour", "event_time").alias("hour"))
         .agg(F.count(F.lit(1)).alias("denials"))
+        .persist()  # a second pass over the events: written, then read again by the report
     )
     top = top_denied_principals(denials, top_n)
-    totals = _totals(access, usage, covered, daily, start, end)
+    totals = _totals(access, usage, covered, daily, start, end).persist()
     return AuditResult(access, usage, daily, unused, covered, denials, by_hour, top, totals)
 
 
