@@ -504,14 +504,21 @@ def stage(spark: SparkSession, name: str) -> Iterator[None]:
         log.info("audit: %s done in %.1f s", name, time.perf_counter() - started)
 
 
+#: How many tables ``write_result`` writes at once. Most are small: a write of one is mostly Spark's per-job
+#: latency (planning, scheduling, committing), which overlaps (300,000 events: 8.8-10.0 s -> 7.3-8.4 s).
+WRITE_THREADS = 4
+
+
 def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str = "parquet") -> dict[str, Path]:
     """Write every table of ``result`` under ``out/<table>/`` (replacing it), in ``fmt`` (Parquet by default;
     arrays become ``;``-joined text in CSV); the per-event tables are partitioned by ``event_date``, one file
-    per date. Returns the paths by table."""
+    per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark jobs; the cached tables
+    they share are computed once). Returns the paths by table."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from ksteward.pipeline.jobs import write_table
 
-    paths: dict[str, Path] = {}
-    for table, frame in result._asdict().items():
+    def write(table: str, frame: DataFrame) -> None:
         path = out / table
         if fmt == "csv":  # CSV has no arrays: write them as ";"-joined text
             frame = frame.select(
@@ -523,8 +530,15 @@ def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str =
                 write_table(frame.repartition("event_date"), path, fmt, partition_by=("event_date",))
             else:
                 write_table(frame.coalesce(1), path, fmt)
-        paths[table] = path
-    return paths
+
+    tables = result._asdict()
+    # The slowest first (the coverage analysis, then the per-event tables), so the small ones fill in around them.
+    order = sorted(tables, key=lambda t: (t != "shadowed_acls", t not in PARTITIONED_TABLES))
+    with ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="audit-write") as pool:
+        futures = [pool.submit(write, table, tables[table]) for table in order]
+        for future in futures:
+            future.result()
+    return {table: out / table for table in tables}
 
 
 def report_data(result: AuditResult, *, rows: int = REPORT_ROWS) -> ReportData:
