@@ -35,7 +35,7 @@ import argparse
 import datetime
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.configs.catalog import ConfigResourceType
@@ -174,6 +174,14 @@ def parse_at(text: str) -> int | datetime.datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
 
 
+def at_kwargs(at: int | datetime.datetime | None) -> dict[str, Any]:
+    """``--at`` as the ``offset=`` / ``timestamp=`` keywords of :func:`state_at` and :func:`resolve_target`."""
+    return {
+        "offset": at if isinstance(at, int) else None,
+        "timestamp": at if isinstance(at, datetime.datetime) else None,
+    }
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metadata-dir", required=True, help="a data dir, a __cluster_metadata-0 dir, or one file")
     parser.add_argument("--at", type=parse_at, default=None, metavar="OFFSET|TIMESTAMP",
@@ -188,12 +196,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
 
     out = out or sys.stdout
     records, rejects = read_metadata(spark, args.metadata_dir)
-    at = args.at
-    target = resolve_target(
-        records,
-        offset=at if isinstance(at, int) else None,
-        timestamp=at if isinstance(at, datetime.datetime) else None,
-    )
+    target = resolve_target(records, **at_kwargs(args.at))
     state = state_for(records, target)
     counts = {}
     for name, frame in zip(TABLES, state, strict=True):

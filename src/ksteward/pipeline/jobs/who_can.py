@@ -230,22 +230,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
-    import datetime
     from pathlib import Path
 
     from ksteward.pipeline.jobs import write_rejects, write_table
-    from ksteward.pipeline.jobs.state import state_at
+    from ksteward.pipeline.jobs.state import at_kwargs, state_at
     from ksteward.pipeline.readers import read_audit, read_metadata
 
     out = out or sys.stdout
     settings = settings_from_args(args)
     records, rejects = read_metadata(spark, args.metadata_dir)
-    at = args.at
-    state = state_at(
-        records,
-        offset=at if isinstance(at, int) else None,
-        timestamp=at if isinstance(at, datetime.datetime) else None,
-    )
+    state = state_at(records, **at_kwargs(args.at))
     observed = None
     if args.audit:
         events, audit_rejects = read_audit(spark, args.audit)
