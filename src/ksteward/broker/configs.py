@@ -30,7 +30,7 @@ from ksteward.configs.alter import (
     check_legacy_request,
 )
 from ksteward.configs.broker_catalog import validate_broker_configs, validate_broker_reconfiguration
-from ksteward.configs.catalog import ConfigError, ConfigResourceType, ConfigSource, ConfigType
+from ksteward.configs.catalog import ConfigError, ConfigResourceType, ConfigSource, ConfigType, java_int
 from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
 from ksteward.controller.configs import ConfigAlteration
 from ksteward.controller.topic_names import validation_error
@@ -75,10 +75,10 @@ def _denied(rtype: ConfigResourceType) -> tuple[ErrorCode, str]:
 def _node_id(name: str, node_id: int, *, noun: str = "Node", expected: str = "{id}, but") -> ConfigError | None:
     """A BROKER or BROKER_LOGGER name must be this node's id (Scala ``toInt``). The alter path's words are
     the defaults; DescribeConfigs words them ``Broker id ...`` and ``expected N or empty string, but``."""
-    stripped = name.strip()
-    if stripped != name or not stripped.lstrip("+-").isdigit() or not stripped.isascii():
+    requested = java_int(name)
+    if requested is None:
         return _invalid(f"{noun} id must be an integer, but it is: {name}")
-    if int(name) != node_id:
+    if requested != node_id:
         return _invalid(f"Unexpected broker id, expected {expected.format(id=node_id)} received {name}")
     return None
 

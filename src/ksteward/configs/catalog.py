@@ -151,6 +151,16 @@ _BOUNDS: Final = {
 }
 
 
+def java_int(text: str) -> int | None:
+    """Java's ``Integer.parseInt`` (Scala's ``toInt``): an optional sign and ASCII digits within int32, no
+    whitespace; None where Java throws NumberFormatException."""
+    if _INTEGER.fullmatch(text) is None:
+        return None
+    value = int(text)
+    low, high = _BOUNDS[ConfigType.INT]
+    return value if low <= value <= high else None
+
+
 def java_split(value: str, separator: str = ",") -> list[str]:
     """Java's ``String.split`` with a literal separator: trailing empty strings are dropped."""
     if separator not in value:

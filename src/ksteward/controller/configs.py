@@ -24,7 +24,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from ksteward.configs.alter import AlterConfigOp, AlterResult, apply_incremental, apply_legacy
-from ksteward.configs.catalog import ConfigError, ConfigResourceType
+from ksteward.configs.catalog import ConfigError, ConfigResourceType, java_int
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
@@ -138,7 +138,7 @@ class ConfigControlManager:
         if rtype is ConfigResourceType.BROKER:
             if not name:
                 return None
-            broker_id = _java_int(name)
+            broker_id = java_int(name)
             if broker_id is None:
                 return ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
             if broker_id < 0:
@@ -154,12 +154,3 @@ class ConfigControlManager:
             if broker_id != self.node_id and broker_id not in image.cluster and broker_id not in image.controllers:
                 return ConfigError(ErrorCode.broker_id_not_registered, f"No node with id {broker_id} found.")
         return None
-
-
-def _java_int(text: str) -> int | None:
-    """``Integer.valueOf``: an optional sign and ASCII digits, within int32; None otherwise."""
-    body = text[1:] if text[:1] in "+-" else text
-    if not body or not body.isascii() or not body.isdigit():
-        return None
-    value = int(text)
-    return value if -(2**31) <= value < 2**31 else None

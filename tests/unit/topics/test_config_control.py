@@ -55,6 +55,7 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
             incremental(T, "", ("retention.ms", SET, "1")),
             incremental(B, "-1", ("log.cleaner.threads", SET, "2")),
             incremental(B, "abc", ("log.cleaner.threads", SET, "2")),
+            incremental(B, "2147483648", ("log.cleaner.threads", SET, "2")),  # past int32, as Integer.valueOf
             incremental(B, "9", ("log.cleaner.threads", SET, "2")),
             incremental(B, "", ("log.cleaner.threads", SET, "2")),
         ],
@@ -69,6 +70,7 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
         ),
         ConfigError(ErrorCode.invalid_request, "Default topic resources are not allowed."),
         ConfigError(ErrorCode.invalid_request, "Invalid negative broker ID."),
+        ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
         ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
         ConfigError(ErrorCode.broker_id_not_registered, "No node with id 9 found."),
         None,
