@@ -390,6 +390,28 @@ def test_broker_resources(server: KstewardServer) -> None:
         ) == [(0, None), (0, None)]
 
 
+def test_broker_logger_through_kafka_python(server: KstewardServer) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    kp = kafka_python_admin(server.bootstrap, PLAINTEXT)
+    try:
+        change = ConfigResource(ConfigResourceType.BROKER_LOGGER, "1", configs={"ksteward.server.connection": "TRACE"})
+        assert kp.alter_configs([change]) == {"broker_logger": {"1": "OK"}}
+        asked = ConfigResource(ConfigResourceType.BROKER_LOGGER, "1", configs=["ksteward.server.connection"])
+        got = kp.describe_configs([asked], config_filter="all")["broker_logger"]["1"]["ksteward.server.connection"]
+        assert (got["value"], got["config_source"], got["read_only"]) == (
+            "TRACE",
+            "DYNAMIC_BROKER_LOGGER_CONFIG",
+            False,
+        )
+        reset = ConfigResource(
+            ConfigResourceType.BROKER_LOGGER, "1", configs={"ksteward.server.connection": ("DELETE", None)}
+        )
+        assert kp.alter_configs([reset]) == {"broker_logger": {"1": "OK"}}
+    finally:
+        kp.close()
+
+
 def test_broker_logger(server: KstewardServer) -> None:
     with connect(server.address) as conn:
         (described,) = raw_describe(conn, [(BROKER_LOGGER, "1", None)]).results
