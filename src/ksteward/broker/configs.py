@@ -99,7 +99,6 @@ def _describe_one(
     node: Node, resolver: ConfigResolver, rtype: ConfigResourceType, name: str, keys: Sequence[str] | None,
     synonyms: bool, documentation: bool,
 ) -> list[ConfigEntryView] | ConfigError:  # fmt: skip
-    flags = {"include_synonyms": synonyms, "include_documentation": documentation, "keys": keys}
     node_id = node.config.node_id
     if rtype is T:
         message = validation_error(name)
@@ -107,12 +106,15 @@ def _describe_one(
             return ConfigError(ErrorCode.invalid_topic_exception, message)
         if name not in node.image.topics.by_name:
             return ConfigError(ErrorCode.unknown_topic_or_partition, "")
-        return resolver.describe_topic(node.image.configs.get((int(T), name), {}), **flags)  # type: ignore[arg-type]
+        overrides = node.image.configs.get((int(T), name), {})
+        return resolver.describe_topic(
+            overrides, include_synonyms=synonyms, include_documentation=documentation, keys=keys
+        )
     if rtype is B:
-        if not name:
-            return resolver.describe_broker(cluster_default=True, **flags)  # type: ignore[arg-type]
-        error = _node_id(name, node_id, noun="Broker", expected="{id} or empty string, but")
-        return error or resolver.describe_broker(**flags)  # type: ignore[arg-type]
+        error = None if not name else _node_id(name, node_id, noun="Broker", expected="{id} or empty string, but")
+        return error or resolver.describe_broker(
+            cluster_default=not name, include_synonyms=synonyms, include_documentation=documentation, keys=keys
+        )
     if rtype is BL:
         if not name:
             return _invalid("Broker id must not be empty")
