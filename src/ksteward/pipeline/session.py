@@ -23,6 +23,9 @@ LOCAL_DEFAULTS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "4g",
     "spark.ui.showConsoleProgress": "true",
+    # A job is dozens of short queries of distinct shapes; with Spark's default of 100 cached generated classes
+    # they evict each other, are compiled again and JIT-compiled again (bench/pipeline.py: about 20% of a run).
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
 
