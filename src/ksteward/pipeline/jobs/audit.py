@@ -61,13 +61,14 @@ import logging
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType
 
 from ksteward.authorizer import Rule
 from ksteward.authorizer.enums import AclOperation
@@ -90,9 +91,9 @@ _T = TypeVar("_T")
 
 
 class AuditResult(NamedTuple):
-    """The audit's outputs. Every frame is lazy; ``access``, ``acl_usage``, ``acl_hits_daily``,
-    ``shadowed_acls``, ``denials``, ``denials_by_hour`` and ``totals`` are cached (:meth:`unpersist` drops
-    them), the rest are built from them.
+    """The audit's outputs. ``access`` is a checkpoint and ``totals`` a literal row (see :func:`audit`);
+    ``acl_usage``, ``acl_hits_daily``, ``shadowed_acls``, ``denials`` and ``denials_by_hour`` are cached
+    when first used; the rest are built from them. :meth:`unpersist` frees them all.
 
     ``access`` (per day and access tuple, partitioned by ``event_date`` on disk): ``event_date``,
     ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``, ``granted`` (as logged),
@@ -123,9 +124,10 @@ class AuditResult(NamedTuple):
     ``top_denied_principals``: ``rank`` (1 = most denied), ``principal``, ``denials``, ``resources``
     (distinct type and name), ``operations`` (sorted distinct), ``first_denied``, ``last_denied``.
 
-    ``totals`` (one row): ``window_start``, ``window_end`` (the bounds given, else the first and last event),
-    ``events``, ``granted``, ``denied``, ``logged``, ``redecided``, ``mismatched``, ``acls``, ``acls_used``,
-    ``acls_unused``, ``shadowed``, ``redundant``, ``hits_on_acls_not_in_state``.
+    ``totals`` (one row, computed before :func:`audit` returns): ``window_start``, ``window_end`` (the bounds
+    given, else the first and last event), ``events``, ``granted``, ``denied``, ``logged``, ``redecided``,
+    ``mismatched``, ``acls``, ``acls_used``, ``acls_unused``, ``shadowed``, ``redundant``,
+    ``hits_on_acls_not_in_state``.
     """
 
     access: DataFrame
@@ -140,9 +142,32 @@ class AuditResult(NamedTuple):
 
     def unpersist(self) -> None:
         """Drop the cached tables (``access`` and the small ones built from it) once the outputs are written."""
-        cached = (self.access, self.acl_usage, self.acl_hits_daily, self.shadowed_acls, self.denials)
-        for frame in (*cached, self.denials_by_hour, self.totals):
+        release_checkpoint(self.access)
+        for frame in (self.acl_usage, self.acl_hits_daily, self.shadowed_acls, self.denials, self.denials_by_hour):
             frame.unpersist()
+
+
+@contextlib.contextmanager
+def adaptive_execution(spark: SparkSession, *, enabled: bool) -> Iterator[None]:
+    """Plan the queries run inside with ``spark.sql.adaptive.enabled`` set to ``enabled``; restored after."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def release_checkpoint(frame: DataFrame) -> None:
+    """Free the blocks of a ``localCheckpoint()`` frame now rather than when the JVM collects it (no-op for
+    any other frame)."""
+    plan = frame._jdf.queryExecution().logical()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
 
 
 # --- the job ------------------------------------------------------------------------------------
@@ -159,30 +184,45 @@ def audit(
 ) -> AuditResult:
     """The audit of ``events`` in ``[start, end)`` against the ACL state ``acls``. See the module doc.
 
-    Eager in one respect: the access tuples are computed and cached before it returns (one pass over
-    ``events``); every other table is lazy. Call :meth:`AuditResult.unpersist` when done."""
+    Eager in two respects: ``access`` is computed (one pass over ``events``) and checkpointed before it
+    returns, so that every table built on it plans against the checkpoint, not the re-decision's plan; and
+    ``totals`` is collected. The other tables are lazy. Call :meth:`AuditResult.unpersist` when done."""
     from ksteward.pipeline.jobs.whatif import in_window
 
     start, end = (t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t for t in (start, end))
+    spark = events.sparkSession
     windowed = in_window(events, start, end)
-    tuples = access_tuples(windowed).persist()  # read twice: to see whether anything needs re-deciding, then
-    access = attribute(tuples, acls, settings).persist()
-    access.count()  # materialised now, so that the tuples' cache can go
-    tuples.unpersist()
-    # The small derived tables feed several outputs (and the totals): cache them rather than recompute.
-    usage = acl_usage(access, acls).persist()
-    daily = acl_hits_daily(access, acls).persist()
+    # One scan of the events, to the access tuples, checkpointed: the re-decision reads them twice and the join
+    # that attributes them once, and what is built on a checkpoint plans against a short lineage. Partitioned
+    # by date, so ``access`` is written as it is and the per-day tables need no shuffle; planned without AQE,
+    # whose plans' checkpoints do not record their partitioning (Spark 4.0).
+    with adaptive_execution(spark, enabled=False):
+        tuples = access_tuples(windowed).repartition("event_date").localCheckpoint()
     covered = covered_acls(acls).persist()
-    denials = denials_by_tuple(access).persist()
-    unused = usage.where(F.col("hits") == 0).select(*ACL_COLUMNS)
     by_hour = (
         windowed.where(~F.col("granted"))
         .groupBy("event_date", F.date_trunc("hour", "event_time").alias("hour"))
         .agg(F.count(F.lit(1)).alias("denials"))
-        .persist()  # a second pass over the events: written, then read again by the report
+        .persist()  # a second pass over the events, of two columns: written, then read again by the report
     )
+    # The coverage analysis (the ACLs alone) and the hourly denials run beside the re-decision, a chain of
+    # short stages that leaves the cores idle between them.
+    with ThreadPoolExecutor(2, thread_name_prefix="audit") as pool:
+        beside = [pool.submit(frame.count) for frame in (covered, by_hour)]
+        decisions = redecisions(tuples, acls, settings).localCheckpoint()
+        for job in beside:
+            job.result()  # before the AQE setting changes under them
+    with adaptive_execution(spark, enabled=False):
+        access = attribute(tuples, decisions).localCheckpoint()
+    release_checkpoint(tuples)
+    release_checkpoint(decisions)
+    # The small derived tables feed several outputs (and the totals): cache them rather than recompute.
+    usage = acl_usage(access, acls).persist()
+    daily = acl_hits_daily(access, acls).persist()
+    denials = denials_by_tuple(access).persist()
+    unused = usage.where(F.col("hits") == 0).select(*ACL_COLUMNS)
     top = top_denied_principals(denials, top_n)
-    totals = _totals(access, usage, covered, daily, start, end).persist()
+    totals = _totals(access, usage, covered, daily, start, end)
     return AuditResult(access, usage, daily, unused, covered, denials, by_hour, top, totals)
 
 
@@ -195,39 +235,48 @@ def access_tuples(events: DataFrame) -> DataFrame:
     )
 
 
-def attribute(tuples: DataFrame, acls: DataFrame, settings: AuthorizerSettings) -> DataFrame:
-    """Fill ``rule``/``acl_id`` of the tuples whose source named no ACL by re-deciding them; add ``attribution``.
-
-    When no tuple needs it (ksteward's own logs), nothing is re-decided: one look at ``tuples`` (cache it)."""
-    from ksteward.pipeline.decide import decide
-
+def _unnamed() -> Column:
+    """The tuples whose source named no ACL: no ``acl_id``, and no rule or the ``acl`` rule."""
     rule = F.col("rule")
-    unnamed = F.col("acl_id").isNull() & (rule.isNull() | (rule == Rule.ACL.value))
-    logged = tuples.where(~unnamed).withColumn("attribution", F.lit("logged"))
-    columns = [*_TUPLE, "granted", "rule", "acl_id", "attribution", "events", "first_seen", "last_seen"]
-    if tuples.where(unnamed).isEmpty():
-        return logged.select(*columns)
-    foreign = (
-        tuples.where(unnamed)
-        .withColumnRenamed("granted", "logged_granted")
-        .withColumnRenamed("rule", "logged_rule")
-        .drop("acl_id")
+    return F.col("acl_id").isNull() & (rule.isNull() | (rule == Rule.ACL.value))
+
+
+def redecisions(tuples: DataFrame, acls: DataFrame, settings: AuthorizerSettings) -> DataFrame:
+    """The decision of each distinct request of the tuples whose source named no ACL, by
+    :func:`ksteward.pipeline.decide.decide_distinct`: ``REQUEST_COLUMNS``, ``decided_granted``, ``decided_rule``,
+    ``decided_acl_id``. ``tuples`` is read twice: pass a cached or checkpointed frame."""
+    from ksteward.pipeline.decide import decide_distinct
+
+    return decide_distinct(tuples.where(_unnamed()), acls, settings).select(
+        *REQUEST_COLUMNS,
+        F.col("granted").alias("decided_granted"),
+        F.col("rule").alias("decided_rule"),
+        F.col("acl_id").alias("decided_acl_id"),
     )
-    # decide() decides each distinct request once and broadcasts the decisions back onto the tuples.
-    decided = decide(foreign, acls, settings)
-    logged_rule = F.col("logged_rule")
-    agrees = (F.col("granted") == F.col("logged_granted")) & (logged_rule.isNull() | (rule == logged_rule))
-    redecided = decided.select(
+
+
+def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
+    """Fill ``rule``/``acl_id`` of the tuples whose source named no ACL from ``decisions``
+    (:func:`redecisions`, broadcast onto the tuples with one left join) and add ``attribution``; the tuples a
+    source named keep theirs (see the module doc)."""
+    rule, acl_id = F.col("rule"), F.col("acl_id")
+    unnamed = _unnamed()
+    joined = tuples.join(F.broadcast(decisions), on=list(REQUEST_COLUMNS), how="left")
+    agrees = (F.col("decided_granted") == F.col("granted")) & (rule.isNull() | (F.col("decided_rule") == rule))
+    agrees = F.coalesce(agrees, F.lit(False))
+    return joined.select(
         *_TUPLE,
-        F.col("logged_granted").alias("granted"),
-        F.when(agrees, rule).otherwise(logged_rule).alias("rule"),
-        F.when(agrees, F.col("acl_id")).alias("acl_id"),
-        F.when(agrees, F.lit("redecided")).otherwise(F.lit("mismatch")).alias("attribution"),
+        "granted",
+        F.when(unnamed & agrees, F.col("decided_rule")).otherwise(rule).alias("rule"),
+        F.when(~unnamed, acl_id).when(agrees, F.col("decided_acl_id")).alias("acl_id"),
+        F.when(~unnamed, F.lit("logged"))
+        .when(agrees, F.lit("redecided"))
+        .otherwise(F.lit("mismatch"))
+        .alias("attribution"),
         "events",
         "first_seen",
         "last_seen",
     )
-    return logged.select(*columns).unionByName(redecided.select(*columns))
 
 
 def _credited(access: DataFrame) -> DataFrame:
@@ -266,7 +315,7 @@ def acl_hits_daily(access: DataFrame, acls: DataFrame) -> DataFrame:
             F.min("first_seen").alias("first_used"),
             F.max("last_seen").alias("last_used"),
         )
-        .join(known, "acl_id", "left")
+        .join(F.broadcast(known), "acl_id", "left")  # keeps the per-date partitioning (no shuffle on acl_id)
         .select(
             "event_date",
             "acl_id",
@@ -319,34 +368,49 @@ def _totals(
     start: datetime | None,
     end: datetime | None,
 ) -> DataFrame:
-    def events_where(cond: F.Column) -> F.Column:
+    """The one-row ``totals`` table. Eager: its four aggregates are collected at once (four small concurrent
+    jobs, which also fill the caches of ``usage``, ``covered`` and ``daily``) and the row is a literal, so
+    writing and reporting it costs nothing more."""
+
+    def events_where(cond: Column) -> Column:
         return F.coalesce(F.sum(F.when(cond, F.col("events")).otherwise(0)), F.lit(0)).cast("long")
 
-    events = access.agg(
-        (F.lit(start) if start is not None else F.min("first_seen")).cast("timestamp").alias("window_start"),
-        (F.lit(end) if end is not None else F.max("last_seen")).cast("timestamp").alias("window_end"),
-        events_where(F.lit(True)).alias("events"),
-        events_where(F.col("granted")).alias("granted"),
-        events_where(~F.col("granted")).alias("denied"),
-        events_where(F.col("attribution") == "logged").alias("logged"),
-        events_where(F.col("attribution") == "redecided").alias("redecided"),
-        events_where(F.col("attribution") == "mismatch").alias("mismatched"),
+    micros = {
+        "window_start": F.lit(start) if start is not None else F.min("first_seen"),
+        "window_end": F.lit(end) if end is not None else F.max("last_seen"),
+    }
+    aggregates = [
+        access.agg(
+            *(F.unix_micros(bound.cast("timestamp")).alias(name) for name, bound in micros.items()),
+            events_where(F.lit(True)).alias("events"),
+            events_where(F.col("granted")).alias("granted"),
+            events_where(~F.col("granted")).alias("denied"),
+            events_where(F.col("attribution") == "logged").alias("logged"),
+            events_where(F.col("attribution") == "redecided").alias("redecided"),
+            events_where(F.col("attribution") == "mismatch").alias("mismatched"),
+        ),
+        usage.agg(
+            F.count(F.lit(1)).alias("acls"),
+            F.count(F.when(F.col("hits") > 0, 1)).alias("acls_used"),
+            F.count(F.when(F.col("hits") == 0, 1)).alias("acls_unused"),
+        ),
+        covered.agg(
+            F.count(F.when(F.col("kind") == "shadowed", 1)).alias("shadowed"),
+            F.count(F.when(F.col("kind") == "redundant", 1)).alias("redundant"),
+        ),
+        daily.agg(
+            F.coalesce(F.sum(F.when(~F.col("in_state"), F.col("hits"))), F.lit(0))
+            .cast("long")
+            .alias("hits_on_acls_not_in_state")
+        ),
+    ]
+    with ThreadPoolExecutor(len(aggregates), thread_name_prefix="audit-totals") as pool:
+        rows = list(pool.map(lambda frame: frame.first(), aggregates))
+    values = {key: value for row in rows if row is not None for key, value in row.asDict().items()}
+    return access.sparkSession.range(1).select(
+        *(F.timestamp_micros(F.lit(values[name]).cast("long")).alias(name) for name in micros),
+        *(F.lit(values[name]).cast("long").alias(name) for name in values if name not in micros),
     )
-    acl_counts = usage.agg(
-        F.count(F.lit(1)).alias("acls"),
-        F.count(F.when(F.col("hits") > 0, 1)).alias("acls_used"),
-        F.count(F.when(F.col("hits") == 0, 1)).alias("acls_unused"),
-    )
-    coverage = covered.agg(
-        F.count(F.when(F.col("kind") == "shadowed", 1)).alias("shadowed"),
-        F.count(F.when(F.col("kind") == "redundant", 1)).alias("redundant"),
-    )
-    unknown = daily.agg(
-        F.coalesce(F.sum(F.when(~F.col("in_state"), F.col("hits"))), F.lit(0))
-        .cast("long")
-        .alias("hits_on_acls_not_in_state")
-    )
-    return events.crossJoin(acl_counts).crossJoin(coverage).crossJoin(unknown)
 
 
 # --- coverage: shadowed and redundant ACLs ------------------------------------------------------
@@ -380,9 +444,20 @@ def operation_cover_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-_COVER_SCHEMA = StructType(
-    [StructField(name, StringType(), False) for name in ("kind", "operation", "k_permission", "k_operation")]
-)
+def _cover_kind() -> Column:
+    """``kind`` of a (covered ALLOW, covering ACL) pair by their operations and the covering permission, per
+    :func:`operation_cover_rows`; null when the covering ACL's operation does not cover. A set lookup, not a
+    join: the table is a few dozen rows."""
+    rows = operation_cover_rows()
+    pairs = {
+        kind: sorted({f"{op}|{cover}" for k, op, _, cover in rows if k == kind}) for kind in ("redundant", "shadowed")
+    }
+    shadowing = sorted({perm for k, _, perm, _ in rows if k == "shadowed"})
+    pair = F.concat_ws("|", "operation", "k_operation")
+    permission = F.col("k_permission")
+    return F.when((permission == "ALLOW") & pair.isin(pairs["redundant"]), F.lit("redundant")).when(
+        permission.isin(shadowing) & pair.isin(pairs["shadowed"]), F.lit("shadowed")
+    )
 
 
 #: A covering ACL's columns under their join-key names.
@@ -424,8 +499,7 @@ def covered_acls(acls: DataFrame) -> DataFrame:
     would have — the same LITERAL name, LITERAL ``*``, each PREFIXED prefix of its name, its principal and
     ``User:*``, its host and ``*``, leaving out prefix lengths and wildcards no ACL has — and joined to the
     ACLs' own keys;
-    operations are then checked against the small table of :func:`operation_cover_rows`."""
-    spark = acls.sparkSession
+    operations are then checked against the small table of :func:`operation_cover_rows` (:func:`_cover_kind`)."""
     applicable = acls.where(F.col("principal").contains(":") & F.col("pattern_type").isin("LITERAL", "PREFIXED"))
     shapes = _key_shapes(applicable)
     name, pattern = F.col("resource_name"), F.col("pattern_type")
@@ -444,17 +518,19 @@ def covered_acls(acls: DataFrame) -> DataFrame:
     principals = [F.col("principal"), *([F.lit(WILDCARD_PRINCIPAL)] if shapes.wildcard_principal else [])]
     allows = (
         applicable.where(F.col("permission_type") == "ALLOW")
+        .repartition(acls.sparkSession.sparkContext.defaultParallelism)  # the explosion is the work: spread it
         .withColumn("rk", F.explode(resource_keys))
         .withColumn("k_principal", F.explode(F.array_distinct(F.array(*principals))))
         .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD)))))
         .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"), "k_principal", "k_host")
     )
     coverers = applicable.select("resource_type", *(F.col(field).alias(key) for field, key in _COVER_KEYS))
-    ops = F.broadcast(spark.createDataFrame(operation_cover_rows(), _COVER_SCHEMA))
+    # The ACL state is small next to its exploded keys: broadcast it (no shuffle of the keys).
     pairs = (
-        allows.join(coverers, ["resource_type", "k_pattern", "k_name", "k_principal", "k_host"])
+        allows.join(F.broadcast(coverers), ["resource_type", "k_pattern", "k_name", "k_principal", "k_host"])
         .where(F.col("k_acl_id") != F.col("acl_id"))
-        .join(ops, ["operation", "k_permission", "k_operation"])
+        .withColumn("kind", _cover_kind())
+        .where(F.col("kind").isNotNull())
     )
     cover = F.struct(*(F.col(key).alias(field) for field, key in _COVER_KEYS))
     grouped = pairs.groupBy(*ACL_COLUMNS, "kind").agg(
@@ -472,6 +548,9 @@ def covered_acls(acls: DataFrame) -> DataFrame:
 
 #: Output tables written per ``event_date`` partition (the per-event ones); the others are window totals.
 PARTITIONED_TABLES = ("access", "acl_hits_daily", "denials", "denials_by_hour")
+#: Of those, the ones :func:`audit` builds partition-wise from ``access``, which it keeps hash-partitioned by
+#: ``event_date``: each task holds whole dates, so they are written as they are, one file per date, no shuffle.
+_PARTITIONED_BY_DATE = ("access", "acl_hits_daily", "denials")
 REPORT_ROWS = 1000
 
 
@@ -514,8 +593,6 @@ def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str =
     arrays become ``;``-joined text in CSV); the per-event tables are partitioned by ``event_date``, one file
     per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark jobs; the cached tables
     they share are computed once). Returns the paths by table."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from ksteward.pipeline.jobs import write_table
 
     def write(table: str, frame: DataFrame) -> None:
@@ -527,7 +604,8 @@ def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str =
             )  # fmt: skip
         with stage(spark, f"write {table}"):
             if table in PARTITIONED_TABLES:
-                write_table(frame.repartition("event_date"), path, fmt, partition_by=("event_date",))
+                by_date = frame if table in _PARTITIONED_BY_DATE else frame.repartition("event_date")
+                write_table(by_date, path, fmt, partition_by=("event_date",))
             else:
                 write_table(frame.coalesce(1), path, fmt)
 
@@ -581,7 +659,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     with stage(spark, "read audit logs and metadata"):
         audit_log = read_audit(spark, [str(p) for p in args.audit])
         metadata = read_metadata(spark, str(args.metadata_dir))
-        acls = state_at(metadata.frame, timestamp=args.end).acls
+        acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
     result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
     fmt = getattr(args, "format", "parquet")
     paths = write_result(spark, result, target, fmt)
@@ -591,6 +669,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         data = report_data(result)
         report = write_report(target / "report.html", data)
     result.unpersist()
+    acls.unpersist()
     out = out or sys.stdout
     print(summary(data.totals, data.top_denied, rejected), file=out)
     print(f"tables: {', '.join(str(p) for p in paths.values())}", file=out)
