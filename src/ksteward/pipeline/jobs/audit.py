@@ -280,7 +280,7 @@ def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
 
 
 def _credited(access: DataFrame) -> DataFrame:
-    return access.where((F.col("rule") == "acl") & F.col("acl_id").isNotNull())
+    return access.where((F.col("rule") == Rule.ACL.value) & F.col("acl_id").isNotNull())
 
 
 def acl_usage(access: DataFrame, acls: DataFrame) -> DataFrame:
@@ -369,7 +369,7 @@ def _totals(
     end: datetime | None,
 ) -> DataFrame:
     """The one-row ``totals`` table. Eager: its four aggregates are collected at once (four small concurrent
-    jobs, which also fill the caches of ``usage``, ``covered`` and ``daily``) and the row is a literal, so
+    jobs, which also fill the caches of ``usage`` and ``daily``) and the row is a literal, so
     writing and reporting it costs nothing more."""
 
     def events_where(cond: Column) -> Column:
