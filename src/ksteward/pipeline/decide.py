@@ -23,16 +23,17 @@ when ``rule == "acl"``, else null. ``decide_distinct`` returns one row per disti
 
 How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat heavily):
 
-1. **Names stage.** Each distinct (resource type, name) R is exploded into match keys: itself (LITERAL),
-   every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED, and UNKNOWN which Kafka scans as a prefix),
-   and ``*`` (the LITERAL wildcard). One equi-join on (type, kind, key) with the ACLs gives every ACL whose
-   pattern matches R: no ``startswith`` condition, so no nested-loop join. A name with any such ACL "has
-   ACLs", which turns the allow-everyone default off whoever the ACLs are for.
-2. **Principals stage.** Each key is exploded into its principal (itself and ``User:*``) and host (itself
-   and ``*``) and equi-joined with the candidates on (type, name, principal, host). An ACL applies if its
-   principal has a colon (the library never applies one without) and its operation matches: ALL or the
-   operation itself for DENY (and the UNKNOWN permission, which the library treats as a deny); for ALLOW
-   also the implications of §1.3 (READ/WRITE/DELETE/ALTER grant DESCRIBE, ALTER_CONFIGS grants
+1. **Names stage.** Each distinct request is exploded into the match keys of its (resource type, name) R:
+   itself (LITERAL), every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED, and UNKNOWN which Kafka
+   scans as a prefix), and ``*`` (the LITERAL wildcard). One equi-join on (type, kind, key) with the ACLs'
+   distinct keys keeps the keys some ACL's pattern has: no ``startswith`` condition, so no nested-loop
+   join. A name with any such key "has ACLs", which turns the allow-everyone default off whoever the ACLs
+   are for.
+2. **Principals stage.** Each kept key is exploded into the request's principal (itself and ``User:*``)
+   and host (itself and ``*``) and equi-joined with the ACLs on (type, kind, key, principal, host). An ACL
+   applies if its principal has a colon (the library never applies one without) and its operation matches:
+   ALL or the operation itself for DENY (and the UNKNOWN permission, which the library treats as a deny);
+   for ALLOW also the implications of §1.3 (READ/WRITE/DELETE/ALTER grant DESCRIBE, ALTER_CONFIGS grants
    DESCRIBE_CONFIGS).
 3. **Decision.** Super user, else the first applicable DENY in Kafka's scan order, else the last applicable
    ALLOW, else ``allow_everyone_default`` if the setting is on and the name has no ACLs at all, else
@@ -44,10 +45,12 @@ How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat
    the long, read back against the request, is the deciding ACL's 7-tuple: its id comes from one more
    equi-join with the ACLs.
 
-Cost. Every join is an equi-join (hash joins, broadcast when a side is small); ``keys`` is read twice (for
-its names, and for its requests), so pass an aggregated or cached frame. For event-level frames, aggregate
-first (``groupBy(*REQUEST_COLUMNS).agg(...)``) and decide the aggregate (``decide`` of it costs what
-``decide_distinct`` costs); ``decide`` of raw events joins the decision table back (broadcast).
+Cost. One shuffle, the ``distinct`` of the requests: every join is an equi-join with a broadcast of the ACL
+side (its distinct keys, the applicable ACLs, the ids by 7-tuple), so the requests keep their partitioning
+and each is aggregated where it lies. The ACL state is assumed to fit in memory, as it does in the broker.
+For event-level frames, aggregate first (``groupBy(*REQUEST_COLUMNS).agg(...)``) and decide the aggregate
+(``decide`` of it costs what ``decide_distinct`` costs); ``decide`` of raw events joins the decision table
+back (broadcast).
 """
 
 from __future__ import annotations
@@ -90,7 +93,7 @@ __all__ = [
     "denies_operation",
     "enum_code",
     "grants_operation",
-    "name_candidates",
+    "match_keys",
     "prepared_acls",
     "reference_authorizer",
 ]
@@ -226,41 +229,39 @@ def prepared_acls(acls: DataFrame) -> DataFrame:
     )
 
 
-def name_candidates(names: DataFrame, acls: DataFrame) -> DataFrame:
-    """Every ACL whose pattern matches each name, with its scan ranks (step 1 of the module docstring).
+def match_keys(acls: DataFrame, requests: DataFrame) -> DataFrame:
+    """Each request of ``requests`` (with ``rt``) with every (``kind``, ``key``) pattern key an ACL of ``acls``
+    (``prepared_acls``) has and the request's name matches, and its scan ranks (step 1 of the module
+    docstring).
 
-    ``names``: distinct (``rt``, ``resource_name``); ``acls``: ``prepared_acls``. Result: ``rt``,
-    ``resource_name``, ``principal``, ``host``, ``acl_op``, ``perm``, and ``deny_rank`` and
-    ``allow_rank``: the position of the ACL's name and pattern in Kafka's scan of this name."""
+    The keys of a name R: itself (LITERAL), every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED and
+    UNKNOWN), and ``*`` (the LITERAL wildcard); they are generated (one ``explode`` of ``-2 .. len(R)``) and
+    equi-joined with the distinct keys of ``acls``, broadcast. Result: the columns of ``requests``, ``kind``,
+    ``key`` and ``present`` (true) for each key some ACL has, and one row with ``present`` null for the
+    request's own name when no ACL has it (so that no request is lost)."""
     name = F.col("resource_name")
-    prefixes = F.transform(
-        F.sequence(F.lit(0), F.char_length(name)),
-        lambda n: F.struct(F.lit(_PREFIX).alias("kind"), F.substring(name, 1, n).alias("key")),
-    )
-    keys = F.concat(
-        F.array(F.struct(F.lit(_EXACT).alias("kind"), name.alias("key"))),
-        prefixes,
-        F.array(F.struct(F.lit(_WILDCARD).alias("kind"), F.lit(WILDCARD_RESOURCE).alias("key"))),
-    )
-    exploded = names.select("rt", "resource_name", F.explode(keys).alias("m")).select(
-        "rt", "resource_name", "m.kind", "m.key"
-    )
-    joined = exploded.join(acls, on=["rt", "kind", "key"])
+    n = F.col("n")
+    kind = F.when(n == -2, F.lit(_WILDCARD)).when(n == -1, F.lit(_EXACT)).otherwise(F.lit(_PREFIX))
+    key = F.when(n == -2, F.lit(WILDCARD_RESOURCE)).when(n == -1, name).otherwise(F.substring(name, 1, n))
+    exploded = requests.select("*", F.explode(F.sequence(F.lit(-2), F.char_length(name))).alias("n"))
+    keyed = exploded.select(*requests.columns, kind.alias("kind"), key.alias("key"))
+    present = acls.select("rt", "kind", "key").distinct().withColumn("present", F.lit(True))
+    joined = keyed.join(F.broadcast(present), on=["rt", "kind", "key"], how="left")
+    return joined.where(F.col("present") | (F.col("kind") == _EXACT))
+
+
+def _ranks() -> list[Column]:
+    """``deny_rank`` and ``allow_rank`` of a request's hit: the position of the ACL's name and pattern in
+    Kafka's scan of the request's name (needs the ACL's ``kind``, ``name_len`` and ``pattern_order``)."""
     named_rank = (F.char_length("resource_name") - F.col("name_len")).cast("long") * 4 + F.col("pattern_order")
     wildcard = F.col("kind") == _WILDCARD
-    return joined.select(
-        "rt",
-        "resource_name",
-        "principal",
-        "host",
-        "acl_op",
-        "perm",
+    return [
         F.when(~wildcard, named_rank)
         .when(F.col("resource_name") == WILDCARD_RESOURCE, F.lit(_PATTERN_ORDER[_LITERAL]).cast("long"))
         .otherwise(F.lit(_LAST))
         .alias("deny_rank"),
         F.when(~wildcard, named_rank).otherwise(F.lit(_LAST)).alias("allow_rank"),
-    )
+    ]
 
 
 def _hit(rank: str) -> Column:
@@ -301,57 +302,66 @@ def _deciding_acl(hit: Column) -> list[Column]:
 def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettings) -> DataFrame:
     """The decision of each distinct request of ``keys``: ``REQUEST_COLUMNS`` + ``DECISION_SCHEMA`` columns.
 
-    ``keys`` may hold repeats and other columns; only the distinct ``REQUEST_COLUMNS`` are decided."""
-    # Non-null columns, and no filter on them: Spark then infers no filter to push below the ``distinct``,
-    # so the three uses of ``coded`` are one subtree and its shuffle is computed once (ReusedExchange).
-    distinct = keys.select(*REQUEST_COLUMNS).distinct()
+    ``keys`` may hold repeats and other columns; only the distinct ``REQUEST_COLUMNS`` are decided. One
+    shuffle (the ``distinct``): every ACL-side table is broadcast, so the requests keep their partitioning
+    through the joins and are aggregated where they are."""
+    distinct = keys.select(*[F.coalesce(F.col(c), F.lit("")).alias(c) for c in REQUEST_COLUMNS]).distinct()
     coded = distinct.select(
-        *[F.coalesce(F.col(c), F.lit("")).alias(c) for c in REQUEST_COLUMNS],
+        *REQUEST_COLUMNS,
         F.coalesce(enum_code("resource_type", RESOURCE_TYPE_CODES), F.lit(-1)).alias("rt"),
         F.coalesce(enum_code("operation", OPERATION_CODES), F.lit(-1)).alias("op"),
     )
     prepared = prepared_acls(acls)
-    names = coded.select("rt", "resource_name").distinct()
-    candidates = name_candidates(names, prepared)
-    has_acls = candidates.select("rt", "resource_name").distinct().withColumn("has_acls", F.lit(True))
-
-    applicable = candidates.where(F.instr("principal", ":") > 0).select(
+    matched = match_keys(prepared, coded)
+    # Only the keys some ACL has are probed with the request's principal and User:*, host and *: the rows of
+    # the ACLs that apply (their principal has a colon) on those keys come from one more broadcast join.
+    present = F.col("present")
+    principals = F.array_distinct(F.array(F.col("principal"), F.lit(WILDCARD_PRINCIPAL)))
+    hosts = F.array_distinct(F.array(F.col("host"), F.lit(WILDCARD_HOST)))
+    probes = matched.select("*", F.explode_outer(F.when(present, principals)).alias("acl_principal")).select(
+        "*", F.explode_outer(F.when(present, hosts)).alias("acl_host")
+    )
+    applicable = prepared.where(F.instr("principal", ":") > 0).select(
         "rt",
-        "resource_name",
+        "kind",
+        "key",
         F.col("principal").alias("acl_principal"),
         F.col("host").alias("acl_host"),
+        "name_len",
+        "pattern_order",
         "acl_op",
         "perm",
-        "deny_rank",
-        "allow_rank",
     )
-    probes = coded.select(
-        *REQUEST_COLUMNS,
-        "rt",
-        "op",
-        F.explode(F.array_distinct(F.array(F.col("principal"), F.lit(WILDCARD_PRINCIPAL)))).alias("acl_principal"),
-    ).select("*", F.explode(F.array_distinct(F.array(F.col("host"), F.lit(WILDCARD_HOST)))).alias("acl_host"))
-    # A left join: a request no ACL applies to keeps a row, so ``keys`` is read here and for ``names`` only.
-    hits = probes.join(applicable, on=["rt", "resource_name", "acl_principal", "acl_host"], how="left")
+    probe_keys = ["rt", "kind", "key", "acl_principal", "acl_host"]
+    hits = probes.join(F.broadcast(applicable), on=probe_keys, how="left").select("*", *_ranks())
     allow = F.col("perm") == _ALLOW
     verdicts = hits.groupBy(*REQUEST_COLUMNS, "rt").agg(
+        F.max(present).alias("has_acls"),  # some ACL's pattern matches the name, whoever it is for
         F.min(F.when(~allow & denies_operation(F.col("acl_op"), F.col("op")), _hit("deny_rank"))).alias("deny"),
         F.max(F.when(allow & grants_operation(F.col("acl_op"), F.col("op")), _hit("allow_rank"))).alias("allow"),
     )
     hit = F.coalesce(F.col("deny"), F.col("allow"))
     deciding = verdicts.select(
-        *REQUEST_COLUMNS, "rt", F.col("deny").isNotNull().alias("denied"), hit.alias("hit"), *_deciding_acl(hit)
+        *REQUEST_COLUMNS,
+        "rt",
+        "has_acls",
+        F.col("deny").isNotNull().alias("denied"),
+        hit.alias("hit"),
+        *_deciding_acl(hit),
     )
-    # The hit names the deciding ACL's 7-tuple, so its id comes from an equi-join on that tuple (the smallest
-    # id, should the ACL frame repeat a tuple).
+    # The hit names the deciding ACL's 7-tuple, so its id comes from an equi-join on that tuple; should the ACL
+    # frame repeat a tuple, the request's rows are folded into one with the smallest id (where they lie: the
+    # requests are still partitioned as the ``distinct`` left them).
     tuple_columns = ["rt", "pattern", "key", "acl_principal", "acl_host", "acl_op", "perm"]
-    ids = (
-        prepared.withColumnRenamed("principal", "acl_principal")
-        .withColumnRenamed("host", "acl_host")
-        .groupBy(*tuple_columns)
+    ids = prepared.select(
+        *tuple_columns[:3], F.col("principal").alias("acl_principal"), F.col("host").alias("acl_host"),
+        *tuple_columns[5:], "acl_id",
+    )  # fmt: skip
+    decided = (
+        deciding.join(F.broadcast(ids), on=tuple_columns, how="left")
+        .groupBy(*REQUEST_COLUMNS, "has_acls", "denied", "hit")
         .agg(F.min("acl_id").alias("acl_id"))
     )
-    decided = deciding.join(has_acls, on=["rt", "resource_name"], how="left").join(ids, on=tuple_columns, how="left")
     super_users = sorted(settings.super_users)
     is_super = F.col("principal").isin(super_users) if super_users else F.lit(False)
     by_acl = F.col("hit").isNotNull()
