@@ -514,20 +514,24 @@ def covered_acls(acls: DataFrame) -> DataFrame:
                 F.struct(F.lit("PREFIXED").alias("p"), F.substring(name, 1, length).alias("n")),
             )
         )
-    resource_keys = F.array_distinct(F.filter(F.array(*keys), lambda k: k.isNotNull()))
+    resource_keys = F.array_distinct(F.array(*keys))  # a null stands for the keys left out; dropped below
     principals = [F.col("principal"), *([F.lit(WILDCARD_PRINCIPAL)] if shapes.wildcard_principal else [])]
+    coverers = applicable.select("resource_type", *(F.col(field).alias(key) for field, key in _COVER_KEYS))
+    resource = ["resource_type", "k_pattern", "k_name"]
+    # Two broadcast joins, no shuffle: the resource keys some ACL has (so only those are multiplied by the
+    # principal and host keys), then the covering ACLs on all five keys.
     allows = (
         applicable.where(F.col("permission_type") == "ALLOW")
         .repartition(acls.sparkSession.sparkContext.defaultParallelism)  # the explosion is the work: spread it
-        .withColumn("rk", F.explode(resource_keys))
+        .select(*ACL_COLUMNS, F.explode(resource_keys).alias("rk"))
+        .where(F.col("rk").isNotNull())
+        .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"))
+        .join(F.broadcast(coverers.select(*resource).distinct()), resource, "left_semi")
         .withColumn("k_principal", F.explode(F.array_distinct(F.array(*principals))))
         .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD)))))
-        .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"), "k_principal", "k_host")
     )
-    coverers = applicable.select("resource_type", *(F.col(field).alias(key) for field, key in _COVER_KEYS))
-    # The ACL state is small next to its exploded keys: broadcast it (no shuffle of the keys).
     pairs = (
-        allows.join(F.broadcast(coverers), ["resource_type", "k_pattern", "k_name", "k_principal", "k_host"])
+        allows.join(F.broadcast(coverers), [*resource, "k_principal", "k_host"])
         .where(F.col("k_acl_id") != F.col("acl_id"))
         .withColumn("kind", _cover_kind())
         .where(F.col("kind").isNotNull())
