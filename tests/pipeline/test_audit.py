@@ -410,6 +410,22 @@ def test_outputs_are_partitioned_by_event_date_and_report_renders(spark: SparkSe
     result.unpersist()
 
 
+def test_csv_outputs_join_arrays_with_semicolons(spark: SparkSession, tmp_path: Path) -> None:
+    acls = acls_frame(spark, [acl("a1", "orders"), acl("d1", "secrets", "User:eve", "WRITE", "DENY")])
+    result = audit(events_frame(spark, _denials_events()), acls, NO_SETTINGS, start=T0, end=at(48))
+    paths = write_result(spark, result, tmp_path, "csv")
+    top = spark.read.option("header", True).csv(str(paths["top_denied_principals"]))
+    ranked = [(r["rank"], r["principal"], r["operations"]) for r in top.orderBy("rank").collect()]
+    assert ranked == [("1", "User:eve", "READ;WRITE"), ("2", "User:<script>", "READ")]
+    denials = spark.read.option("header", True).csv(str(paths["denials"]))
+    eve = denials.where("principal = 'User:eve'").collect()
+    assert {(r["operation"], r["rules"], r["deny_acl_ids"] or "") for r in eve} == {
+        ("READ", "no_matching_acl", ""),  # an empty array is an empty cell
+        ("WRITE", "acl", "d1"),
+    }
+    result.unpersist()
+
+
 def kafka_line(when: str, principal: str, verdict: str, operation: str, host: str, rule: str) -> str:
     return (
         f"[{when},000] INFO Principal = {principal} is {verdict} operation = {operation} from host = {host} on "

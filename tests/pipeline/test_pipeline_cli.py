@@ -7,6 +7,7 @@ topics, and an earlier ``--at`` offset the earlier state.
 
 from __future__ import annotations
 
+import csv
 import logging
 import sys
 from collections.abc import Iterator
@@ -87,6 +88,26 @@ def test_state_reproduces_the_servers_acls_and_topics(
     assert main([*argv, "--out", str(earlier), "--format", "parquet"]) == 0
     assert {row[1:] for row in table(spark, earlier, "acls")} == {*KEEP, DROPPED}
     assert {row[0] for row in table(spark, earlier, "topics")} == {"orders"}
+
+
+def test_csv_has_a_header_row_and_arrays_as_text(
+    spark: SparkSession, server_data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "csv"
+    argv = ["pipeline", "who-can", "--metadata-dir", str(server_data), "--resource", "TOPIC:orders"]
+    assert main([*argv, "--operation", "READ", "--format", "csv", "--out", str(out)]) == 0
+    (written,) = (out / "who_can").glob("*.csv")
+    with written.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [(r["principal"], r["host"], r["rule"]) for r in rows] == [("User:alice", "*", "acl")]
+    assert rows[0]["allowing_acl_ids"] == rows[0]["acl_id"] != ""  # an array of one id, as text
+    assert rows[0]["narrowed_by_acl_ids"] == ""  # an empty array
+
+    capsys.readouterr()
+    assert main(["pipeline", "state", "--metadata-dir", str(server_data), "--format", "csv", "--out", str(out)]) == 0
+    assert f"{len(KEEP)} acls, 2 topics" in capsys.readouterr().out  # counted without the header rows
+    with next((out / "acls").glob("*.csv")).open(newline="") as f:
+        assert {tuple(r.values())[1:] for r in csv.DictReader(f)} == set(KEEP)
 
 
 def _records(spark: SparkSession, data: Path):  # type: ignore[no-untyped-def]

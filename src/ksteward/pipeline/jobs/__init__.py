@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
 
 JOB_NAMES = ("state", "audit", "whatif", "who_can")
 """Module names under ``ksteward.pipeline.jobs``; the command spells ``who_can`` as ``who-can``."""
@@ -26,12 +27,42 @@ JOB_NAMES = ("state", "audit", "whatif", "who_can")
 REJECTS_SHOWN = 5
 
 
+#: The separator of an array's items in a CSV cell (CSV has no arrays).
+CSV_ARRAY_SEPARATOR = ";"
+
+
 def write_table(frame: DataFrame, path: str | Path, fmt: str = "parquet", partition_by: tuple[str, ...] = ()) -> None:
-    """Write ``frame`` to ``path`` in ``fmt`` (Spark's writer name: parquet, json, csv, orc), replacing it."""
+    """Write ``frame`` to ``path`` in ``fmt`` (Spark's writer name: parquet, json, csv, orc), replacing it.
+
+    CSV gets a header row and text for what it cannot hold: an array becomes its items joined by
+    ``CSV_ARRAY_SEPARATOR``, a map or struct its JSON text."""
+    if fmt == "csv":
+        frame = frame.select(*(_csv_cell(f.name, f.dataType).alias(f.name) for f in frame.schema))
     writer = frame.write.mode("overwrite").format(fmt)
+    if fmt == "csv":
+        writer = writer.option("header", True)
     if partition_by:
         writer = writer.partitionBy(*partition_by)
     writer.save(str(path))
+
+
+def _csv_cell(name: str, data_type: DataType) -> Column:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(data_type, ArrayType):
+        return F.concat_ws(CSV_ARRAY_SEPARATOR, F.col(name).cast("array<string>"))
+    if isinstance(data_type, MapType | StructType):
+        return F.to_json(F.col(name))
+    return F.col(name)
+
+
+def read_table(spark: SparkSession, path: str | Path, fmt: str = "parquet") -> DataFrame:
+    """Read back a table :func:`write_table` wrote (CSV: with its header row; every column is text)."""
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", True)
+    return reader.load(str(path))
 
 
 def write_rejects(rejects: DataFrame, out: str | Path, fmt: str = "parquet", err: IO[str] | None = None) -> int:

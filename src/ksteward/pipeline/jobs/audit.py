@@ -68,7 +68,6 @@ from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType
 
 from ksteward.authorizer import Rule
 from ksteward.authorizer.enums import AclOperation
@@ -596,18 +595,13 @@ WRITE_THREADS = 9
 
 def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str = "parquet") -> dict[str, Path]:
     """Write every table of ``result`` under ``out/<table>/`` (replacing it), in ``fmt`` (Parquet by default;
-    arrays become ``;``-joined text in CSV); the per-event tables are partitioned by ``event_date``, one file
-    per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark jobs; the cached tables
-    they share are computed once). Returns the paths by table."""
+    CSV as :func:`~ksteward.pipeline.jobs.write_table` writes it); the per-event tables are partitioned by
+    ``event_date``, one file per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark
+    jobs; the cached tables they share are computed once). Returns the paths by table."""
     from ksteward.pipeline.jobs import write_table
 
     def write(table: str, frame: DataFrame) -> None:
         path = out / table
-        if fmt == "csv":  # CSV has no arrays: write them as ";"-joined text
-            frame = frame.select(
-                *(F.concat_ws(";", f.name).alias(f.name) if isinstance(f.dataType, ArrayType) else f.name
-                  for f in frame.schema)
-            )  # fmt: skip
         with stage(spark, f"write {table}"):
             if table in PARTITIONED_TABLES:
                 by_date = frame if table in _PARTITIONED_BY_DATE else frame.repartition("event_date")

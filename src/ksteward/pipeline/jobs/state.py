@@ -191,7 +191,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Read ``--metadata-dir``, rebuild the state ``--at`` and write its four tables under ``--out``."""
-    from ksteward.pipeline.jobs import write_rejects, write_table
+    from ksteward.pipeline.jobs import read_table, write_rejects, write_table
     from ksteward.pipeline.readers import read_metadata
 
     out = out or sys.stdout
@@ -201,7 +201,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     counts = {}
     for name, frame in zip(TABLES, state, strict=True):
         write_table(frame, Path(args.out) / name, args.format)
-        counts[name] = spark.read.format(args.format).load(str(Path(args.out) / name)).count()
+        counts[name] = read_table(spark, Path(args.out) / name, args.format).count()
     rejected = write_rejects(rejects, args.out, args.format)
     base = f"snapshot at {target.snapshot_offset} + log" if target.snapshot_offset is not None else "log from 0"
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())

@@ -409,7 +409,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Read the state and the window's events, apply ``--plan``, write the flips and print a summary."""
-    from ksteward.pipeline.jobs import write_rejects, write_table
+    from ksteward.pipeline.jobs import read_table, write_rejects, write_table
     from ksteward.pipeline.jobs.state import state_at
     from ksteward.pipeline.readers import read_audit, read_metadata
 
@@ -421,7 +421,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
     target = Path(args.out) / "flips"
     write_table(flips, target, args.format)
-    written = spark.read.format(args.format).load(str(target)) if args.format != "csv" else flips
+    written = read_table(spark, target, args.format) if args.format != "csv" else flips  # CSV: all text
     write_rejects(metadata_rejects.unionByName(audit_rejects), args.out, args.format)
     totals = written.groupBy("change").agg(F.count(F.lit(1)).alias("requests"), F.sum("events").alias("events"))
     by_change = {r.change: (r.requests, r.events) for r in totals.collect()}
