@@ -58,7 +58,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         job = jobs.add_parser(name, help=text, description=text)
         job.add_argument("--master", default=None, metavar="URL",
                          help="Spark master (default: spark-submit's, else local[*])")  # fmt: skip
-        job.add_argument("--format", default="parquet", choices=FORMATS, help="output format (default parquet)")
+        job.add_argument("--format", default="parquet", choices=FORMATS,
+                         help="output format (default parquet; csv: a header row, ;-joined arrays)")  # fmt: skip
         job.set_defaults(func=run_job)
 
 
