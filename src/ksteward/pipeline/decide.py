@@ -231,19 +231,27 @@ def prepared_acls(acls: DataFrame) -> DataFrame:
 
 def match_keys(acls: DataFrame, requests: DataFrame) -> DataFrame:
     """Each request of ``requests`` (with ``rt``) with every (``kind``, ``key``) pattern key an ACL of ``acls``
-    (``prepared_acls``) has and the request's name matches, and its scan ranks (step 1 of the module
-    docstring).
+    (``prepared_acls``) has and the request's name matches (step 1 of the module docstring).
 
     The keys of a name R: itself (LITERAL), every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED and
-    UNKNOWN), and ``*`` (the LITERAL wildcard); they are generated (one ``explode`` of ``-2 .. len(R)``) and
-    equi-joined with the distinct keys of ``acls``, broadcast. Result: the columns of ``requests``, ``kind``,
-    ``key`` and ``present`` (true) for each key some ACL has, and one row with ``present`` null for the
-    request's own name when no ACL has it (so that no request is lost)."""
+    UNKNOWN), and ``*`` (the LITERAL wildcard). They are generated (one ``explode`` of ``-2 .. len(R)``), those
+    of a prefix length or wildcard no ACL has are dropped at once (one small job finds which the ACLs have: a
+    long name costs no more than the ACLs' few lengths), and the rest are equi-joined with the distinct keys of
+    ``acls``, broadcast. Result: the columns of ``requests``, ``kind``, ``key`` and ``present`` (true) for each
+    key some ACL has, and one row with ``present`` null for the request's own name when no ACL has it (so that
+    no request is lost)."""
+    shapes = acls.agg(
+        F.collect_set(F.when(F.col("kind") == _PREFIX, F.col("name_len"))).alias("lengths"),
+        F.max(F.col("kind") == _WILDCARD).alias("wildcard"),
+    ).first()
+    lengths = sorted(shapes["lengths"]) if shapes is not None else []
+    wildcard = bool(shapes is not None and shapes["wildcard"])
     name = F.col("resource_name")
     n = F.col("n")
+    wanted = (n == -1) | ((n == -2) & F.lit(wildcard)) | ((n >= 0) & (n.isin(lengths) if lengths else F.lit(False)))
     kind = F.when(n == -2, F.lit(_WILDCARD)).when(n == -1, F.lit(_EXACT)).otherwise(F.lit(_PREFIX))
     key = F.when(n == -2, F.lit(WILDCARD_RESOURCE)).when(n == -1, name).otherwise(F.substring(name, 1, n))
-    exploded = requests.select("*", F.explode(F.sequence(F.lit(-2), F.char_length(name))).alias("n"))
+    exploded = requests.select("*", F.explode(F.sequence(F.lit(-2), F.char_length(name))).alias("n")).where(wanted)
     keyed = exploded.select(*requests.columns, kind.alias("kind"), key.alias("key"))
     present = acls.select("rt", "kind", "key").distinct().withColumn("present", F.lit(True))
     joined = keyed.join(F.broadcast(present), on=["rt", "kind", "key"], how="left")
