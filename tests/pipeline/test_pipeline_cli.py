@@ -1,13 +1,16 @@
-"""End to end: the real server writes a metadata log through real clients; ``ksteward pipeline state`` reads it.
+"""End to end: the real server writes its metadata log and audit log through real clients; the pipeline reads them.
 
 The server is started, topics and ACLs are created and one ACL deleted with confluent-kafka, the server is
 stopped, and the state job must reproduce exactly those ACLs (with the ids the server's own loader sees) and
-topics, and an earlier ``--at`` offset the earlier state.
+topics, and an earlier ``--at`` offset the earlier state. On a second server with the audit log on, alice
+lists the topics; ``audit``, ``who-can`` and ``whatif`` then answer from its logs: her ACL's hits, who may
+read, and the DESCRIBEs that deleting her ACL would deny.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -108,6 +111,70 @@ def test_csv_has_a_header_row_and_arrays_as_text(
     assert f"{len(KEEP)} acls, 2 topics" in capsys.readouterr().out  # counted without the header rows
     with next((out / "acls").glob("*.csv")).open(newline="") as f:
         assert {tuple(r.values())[1:] for r in csv.DictReader(f)} == set(KEEP)
+
+
+ALICE = Auth("PLAIN", "alice", "alice-secret")
+ALICE_READS_ORDERS: Acl = ("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+LISTS = 4
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """A stopped server's data dir and audit log after: admin creates topics orders and payments and gives alice
+    READ on orders; alice lists the topics ``LISTS`` times (she may DESCRIBE orders, not payments)."""
+    from confluent_kafka.admin import NewTopic
+
+    workdir = tmp_path_factory.mktemp("audited")
+    server = KstewardServer(workdir, "sasl", {"audit.log.dir": str(workdir / "audit")}, name="audited")
+    try:
+        server.start()
+        admin = confluent_admin(server.bootstrap, ADMIN)
+        for future in admin.create_topics([NewTopic("orders", 1, 1), NewTopic("payments", 1, 1)]).values():
+            future.result()
+        acl_client("confluent-kafka", server.bootstrap).create(ADMIN, [ALICE_READS_ORDERS])
+        alice = confluent_admin(server.bootstrap, ALICE)
+        for _ in range(LISTS):
+            assert set(alice.list_topics(timeout=10).topics) == {"orders"}
+        server.stop()  # the audit log is complete once the server has stopped
+        yield server.data_dir, workdir / "audit"
+    finally:
+        server.kill()
+
+
+def test_audit_who_can_and_whatif_on_a_real_servers_logs(
+    spark: SparkSession, audited: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ksteward.pipeline.readers import read_audit
+
+    data, audit_log = audited
+    common = ["--metadata-dir", str(data), "--super-users", "User:admin"]
+    events = read_audit(spark, [str(audit_log)]).frame.where("principal = 'User:alice'")
+    describes = events.where("operation = 'DESCRIBE' AND resource_name = 'orders' AND granted").count()
+    assert describes >= LISTS
+    (acl_id,) = {r.acl_id for r in events.where("resource_name = 'orders'").collect()}  # the server named it
+
+    out = tmp_path / "audit"
+    assert main(["pipeline", "audit", *common, "--audit", str(audit_log), "--out", str(out)]) == 0
+    usage = {r.acl_id: (r.principal, r.hits) for r in spark.read.parquet(str(out / "acl_usage")).collect()}
+    assert usage == {acl_id: ("User:alice", describes)}
+    totals = spark.read.parquet(str(out / "totals")).first()
+    assert totals is not None and totals["mismatched"] == 0 and totals["acls_unused"] == 0
+    assert (out / "report.html").is_file()
+
+    assert main(["pipeline", "who-can", *common, "--resource", "TOPIC:orders", "--operation", "READ"]) == 0
+    shown = capsys.readouterr().out
+    assert "2 principal/host pair(s) may READ TOPIC:orders" in shown and acl_id in shown
+
+    plan = tmp_path / "plan.json"
+    fields = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission_type")
+    plan.write_text(json.dumps({"delete": [dict(zip(fields, ALICE_READS_ORDERS, strict=True))]}))
+    whatif_out = tmp_path / "whatif"
+    argv = ["pipeline", "whatif", *common, "--audit", str(audit_log), "--plan", str(plan), "--out", str(whatif_out)]
+    assert main(argv) == 0
+    flips = spark.read.parquet(str(whatif_out / "flips")).collect()
+    assert [(r.principal, r.operation, r.resource_name, r.events, r.change, r.rule_after) for r in flips] == [
+        ("User:alice", "DESCRIBE", "orders", describes, "ALLOWED->DENIED", "no_matching_acl")
+    ]
 
 
 def _records(spark: SparkSession, data: Path):  # type: ignore[no-untyped-def]
