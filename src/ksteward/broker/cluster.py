@@ -17,6 +17,7 @@ from ksteward.broker.context import Node, RequestContext
 from ksteward.metadata.image import MetadataImage
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
+from ksteward.protocol.error_responses import error_values
 
 METADATA_KEY = 3
 DESCRIBE_CLUSTER_KEY = 60
@@ -92,6 +93,45 @@ def cluster_authorized_operations(node: Node, ctx: RequestContext, requested: bo
     return authorized_operations(node, ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
+def _requested_topic_ids(requested: Any) -> list[uuid.UUID]:
+    """The distinct non-zero topic ids of the request, in request order (Kafka's ``MetadataRequest.topicIds``)."""
+    ids = (getattr(t, "topic_id", None) for t in requested)
+    return list(dict.fromkeys(i for i in ids if i not in (None, ZERO_UUID)))
+
+
+def _invalid_request(request: Any) -> dict[str, Any]:
+    """Kafka's ``MetadataRequest.getErrorResponse`` for INVALID_REQUEST: every topic as the request named it,
+    a null name written as "" (the response's name is not nullable before v12), the id echoed, no brokers."""
+    values = error_values(METADATA_KEY, request, ErrorCode.invalid_request)
+    assert values is not None
+    for topic in values["topics"]:
+        if topic["name"] is None:
+            topic["name"] = ""
+    return values
+
+
+def _topics_by_id(
+    node: Node, ctx: RequestContext, image: MetadataImage, topic_ids: list[uuid.UUID], include_ops: bool
+) -> list[dict[str, Any]]:
+    """Kafka's ``KafkaApis.handleTopicMetadataRequest`` when ``useTopicId``: ids are not sensitive, names are.
+
+    An unknown id gets UNKNOWN_TOPIC_ID; a topic the caller may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED
+    with a null name and its id kept (``metadataCache.getTopicId(topic)``), so the id never reveals the name.
+    """
+    topics: list[dict[str, Any]] = []
+    for topic_id in topic_ids:
+        topic = image.topics.by_id.get(topic_id)
+        if topic is None:
+            topics.append({"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id,
+                           "partitions": []})  # fmt: skip
+        elif not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": None, "topic_id": topic_id,
+                           "partitions": []})  # fmt: skip
+        else:
+            topics.append(_topic_entry(node, ctx, image, topic.name, include_ops))
+    return topics
+
+
 async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
     image = node.image
     version = ctx.api_version
@@ -107,18 +147,19 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
             for name in sorted(image.topics.by_name)
             if authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False)
         ]
+    elif version < 12 and any(
+        t.name is None or getattr(t, "topic_id", None) not in (None, ZERO_UUID) for t in requested
+    ):
+        # v10 and v11 carry the fields but Kafka serves neither: KafkaApis.handleTopicMetadataRequest throws
+        # InvalidRequestException ("Topic name can not be null" / "Topic IDs are not supported in requests
+        # for version"), which is answered with MetadataRequest.getErrorResponse, naming no topic itself.
+        return build(response_class(METADATA_KEY, version), _invalid_request(request))
+    elif topic_ids := _requested_topic_ids(requested):
+        # As Kafka's useTopicId: once any id is given, the request is answered by id alone (names ignored).
+        topics = _topics_by_id(node, ctx, image, topic_ids, include_ops)
     else:
         for t in requested:
             name = getattr(t, "name", None)
-            topic_id = getattr(t, "topic_id", None)
-            if name is None and topic_id not in (None, ZERO_UUID):
-                topic = image.topics.by_id.get(topic_id)
-                if topic is None:
-                    topics.append(
-                        {"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id, "partitions": []}
-                    )
-                    continue
-                name = topic.name
             if name is None:
                 topics.append(
                     {"error_code": ErrorCode.invalid_request, "name": None, "topic_id": ZERO_UUID, "partitions": []}
