@@ -1,9 +1,17 @@
 """Fuzz the live server with bad frames: each may close its own connection, never the server.
 
-Hypothesis throws truncated frames, oversized length prefixes, random bytes and well-formed headers
-followed by garbage bodies at a real ``ksteward serve``. Each example ends its writing side so the
-server sees EOF instead of waiting for bytes that never come. Afterwards the process must be alive
-and a real client must still work.
+Two fuzzers:
+- **Structure-aware** (``wirefuzz``): for every (api, version) each listener serves, a request with
+  every length field present, then each length field at each depth rewritten with a count no frame
+  can hold, and each tagged section given a huge count or a tag that runs past the end. Sent to the
+  client listener and the CONTROLLER listener, authenticated (PLAINTEXT) and before login (SASL),
+  while a well-behaved client keeps working beside them. This is the class of the 20-byte frame that
+  made kio's native reader abort the process.
+- **Random**: hypothesis throws truncated frames, oversized length prefixes, random bytes and
+  well-formed headers followed by garbage bodies.
+
+Each example ends its writing side so the server sees EOF instead of waiting for bytes that never
+come. Afterwards the process must be alive and a real client must still work.
 """
 
 from __future__ import annotations
@@ -13,10 +21,17 @@ import struct
 from collections.abc import Iterator
 
 import pytest
-from harness import KstewardServer
+from harness import HOST, KstewardServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rawkafka import connect
+from rawkafka import METADATA, RawConnection, connect, metadata_body
+from wirefuzz import Mutation, full_request, mutations
+
+from ksteward.broker.context import ApiTable
+from ksteward.protocol.codec import decode_request, request_class
+from ksteward.protocol.errors import InvalidRequestError
+from ksteward.protocol.schema_walk import check_message
+from ksteward.server.api_table import broker_api_table, controller_api_table
 
 SERVED_KEYS = [3, 17, 18, 36, 50, 51, 60]
 SMALL_MAX = 4096
@@ -61,8 +76,8 @@ frames = st.one_of(
 )
 
 
-def _throw(server: KstewardServer, data: bytes) -> None:
-    sock = socket.create_connection(server.address, timeout=10)
+def _throw(server: KstewardServer, data: bytes, port: int | None = None) -> None:
+    sock = socket.create_connection((HOST, port or server.port), timeout=10)
     try:
         try:
             sock.sendall(data)
@@ -108,3 +123,76 @@ def test_server_still_serves_real_clients_after_fuzzing(fuzz_server: KstewardSer
     assert fuzz_server.running
     # Garbage may close connections, but must never reach a handler as a crash.
     assert "internal error" not in fuzz_server.log_text(), fuzz_server.log_tail(60)
+
+
+# --- structure-aware: every length field of every served (api, version) ---------------------------
+
+
+def _served_mutations(table: ApiTable) -> Iterator[tuple[int, int, Mutation]]:
+    for api_key, (low, high) in sorted(table.served.items()):
+        for version in range(low, high + 1):
+            payload, sites = full_request(api_key, version, request_class(api_key, version))
+            for mutation in mutations(payload, sites):
+                yield api_key, version, mutation
+
+
+@pytest.mark.parametrize("table", [broker_api_table(), controller_api_table()], ids=["client", "controller"])
+def test_every_oversized_length_is_refused_before_kio_reads_it(table: ApiTable) -> None:
+    """In process, without a server: the bounds check refuses every planted count, and the unmutated
+    requests it was planted in decode (so the sites are real length fields, not noise)."""
+    tried = 0
+    for api_key, (low, high) in sorted(table.served.items()):
+        for version in range(low, high + 1):
+            payload, sites = full_request(api_key, version, request_class(api_key, version))
+            decode_request(payload, table.served)
+            cls = request_class(api_key, version)
+            assert sites, (api_key, version)
+            for mutation in mutations(payload, sites):
+                if not mutation.oversized:
+                    continue
+                tried += 1
+                with pytest.raises(InvalidRequestError):
+                    check_message(mutation.payload, 0, (cls.__header_schema__, cls))
+    assert tried > 1000
+
+
+class _WellBehavedClient:
+    """A client that logs in (on a SASL server) and checks ApiVersions and Metadata answer without error."""
+
+    def __init__(self, server: KstewardServer) -> None:
+        self.conn = RawConnection(HOST, server.port)
+        if server.template == "sasl":
+            assert int(self.conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
+        self.errors = 0
+
+    def check(self) -> None:
+        try:
+            ok = int(self.conn.api_versions().body.error_code) == 0
+            metadata = self.conn.request(METADATA, 13, metadata_body(13, []))
+            ok = ok and int(metadata.body.error_code) == 0 and len(metadata.body.brokers) == 1
+        except Exception:
+            ok = False
+        self.errors += not ok
+
+
+def test_structured_length_bombs_never_stop_the_server(fuzz_server: KstewardServer) -> None:
+    """Every planted count on the client and controller listeners; one connection each, so that no
+    frame rides on another's close. The server must stay up and the well-behaved client see no error."""
+    client = _WellBehavedClient(fuzz_server)
+    tried = 0
+    try:
+        for port, table in ((fuzz_server.port, broker_api_table()), (fuzz_server.controller_port,
+                                                                     controller_api_table())):  # fmt: skip
+            for api_key, version, mutation in _served_mutations(table):
+                _throw(fuzz_server, struct.pack(">i", len(mutation.payload)) + mutation.payload, port)
+                tried += 1
+                if tried % 250 == 0:
+                    assert fuzz_server.running, f"the server died after {api_key} v{version} {mutation.what}"
+                    client.check()
+        client.check()
+    finally:
+        client.conn.close()
+    assert fuzz_server.running, "the server process died"
+    print(f"\nstructure-aware fuzz ({fuzz_server.template}): {tried} inputs, 0 crashes, "
+          f"well-behaved client errors: {client.errors}")  # fmt: skip
+    assert client.errors == 0

@@ -13,7 +13,7 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, cast
+from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
@@ -22,7 +22,7 @@ from kio.serial.errors import BufferUnderflow, DecodeError
 from ksteward.protocol import extensions
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
-from ksteward.protocol.tags import strip_unknown_tags
+from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
 
 API_VERSIONS_KEY = 18
 _PEEK = struct.Struct(">hhi")
@@ -109,22 +109,19 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
         raise InvalidRequestError(f"api key {api_key} version {api_version} is not served (supported {low}-{high})")
     cls = request_class(api_key, api_version)
     header_cls = cls.__header_schema__
-    dropped = 0
+    classes = (header_cls, cls)
+    # Every declared length is bounded before kio's native reader allocates for it.
+    dropped = check_message(payload, 0, classes)
+    if dropped:
+        # kio refuses tagged fields it does not know; KIP-482 says skip them.
+        payload, dropped = strip_unknown_tags(payload, 0, classes)
     try:
-        try:
-            header, header_size = _reader(header_cls)(payload, 0)
-            body, _ = _reader(cls)(payload, header_size)
-        except KeyError:
-            # kio refuses tagged fields it does not know; KIP-482 says skip them.
-            payload, dropped = strip_unknown_tags(payload, 0, (header_cls, cls))
-            header, header_size = _reader(header_cls)(payload, 0)
-            body, _body_size = _reader(cls)(payload, header_size)
-    except InvalidRequestError:
-        raise
+        header, header_size = _reader(header_cls)(payload, 0)
+        body, _ = _reader(cls)(payload, header_size)
     except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
-        raise InvalidRequestError(
-            f"cannot decode api key {api_key} v{api_version}: {type(exc).__name__}: {exc}"
-        ) from None
+        # The type only: kio's message can quote the bytes (a bad UTF-8 sequence, an enum value), and the
+        # connection logs this text.
+        raise InvalidRequestError(f"cannot decode api key {api_key} v{api_version}: {type(exc).__name__}") from None
     # Bytes after a complete body are ignored, as Kafka's generated parsers ignore them:
     # librdkafka 2.16 sends three extra bytes after a Metadata v13 body.
     return Request(
@@ -145,21 +142,3 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, respons
     _writer(header_cls)(out, header_cls(correlation_id=correlation_id))
     _writer(cls)(out, response)
     return frame(out.getvalue())
-
-
-def encode_body(entity: Any) -> bytes:
-    """Serialize any kio entity on its own (no header, no length)."""
-    out = io.BytesIO()
-    _writer(cast(Any, type(entity)))(out, entity)
-    return out.getvalue()
-
-
-def decode_body(cls: type, data: bytes) -> Any:
-    """Read a kio entity that must fill ``data`` exactly."""
-    try:
-        value, size = _reader(cast(Any, cls))(data, 0)
-    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError) as exc:
-        raise InvalidRequestError(f"cannot decode {cls.__name__}: {exc}") from None
-    if size != len(data):
-        raise InvalidRequestError(f"{cls.__name__}: {len(data) - size} trailing bytes")
-    return value

@@ -21,7 +21,7 @@ from typing import Any
 from kio.serial import entity_reader
 from kio.serial.readers import read_unsigned_varint
 
-from ksteward.protocol.tags import strip_unknown_tags
+from ksteward.protocol.schema_walk import strip_unknown_tags
 
 from ._cluster import CLUSTER_RECORD_TYPES
 from ._encoder import entity_encoder

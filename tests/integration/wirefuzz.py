@@ -1,0 +1,166 @@
+"""Structure-aware request mutations: every length field of every served (api, version), made extreme.
+
+For a request schema, :func:`full_request` writes one request in which every array has one element,
+every nullable struct is present and every string and bytes field holds one byte, so that every
+length field at every depth is on the wire, and it records where each one sits. :func:`mutations`
+then rewrites one length at a time with counts no frame could hold (2³²-2, 2³¹-1, 2²⁸, just past
+what remains, an over-long varint) and, at each tagged section, plants a huge tag count or a tagged
+field whose size runs past the end.
+
+Independent of ``ksteward``'s own schema walker: it reads kio's field declarations itself, so a
+mistake in the server's bounds check cannot hide by being on both sides. Its own output is checked
+by decoding the unmutated request with kio.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from kio.index import load_request_schema
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    classify_field,
+    get_field_tag,
+    get_schema_field_type,
+    is_optional,
+)
+
+_FIXED = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
+
+
+def uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One length on the wire: ``encoding`` is uvarint, i16 or i32 (or tags, a tagged section's count)."""
+
+    offset: int
+    size: int
+    encoding: str
+    path: str
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+        self.sites: list[Site] = []
+
+    def length(self, value: int, encoding: str, path: str) -> None:
+        data = {"uvarint": uvarint(value + 1), "i16": struct.pack(">h", value), "i32": struct.pack(">i", value)}[
+            encoding
+        ]
+        self.sites.append(Site(len(self.out), len(data), encoding, path))
+        self.out += data
+
+    def entity(self, cls: type, path: str) -> None:
+        flexible = bool(getattr(cls, "__flexible__", False))
+        for f in dataclasses.fields(cls):
+            if get_field_tag(f) is not None:
+                continue  # no served request has a known tagged field; planted ones are in mutations()
+            kind = classify_field(f)
+            nested = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
+            where = f"{path}.{f.name}"
+            if kind.is_array:
+                self.length(1, "uvarint" if flexible else "i32", where)
+                self.value(f, nested, flexible, where + "[0]")
+            elif nested is not None and is_optional(f):
+                self.out += b"\x01"
+                self.value(f, nested, flexible, where)
+            else:
+                self.value(f, nested, flexible, where)
+        if flexible:
+            self.sites.append(Site(len(self.out), 1, "tags", path))
+            self.out += b"\x00"
+
+    def value(self, f: dataclasses.Field[object], nested: type | None, flexible: bool, path: str) -> None:
+        if nested is not None:
+            self.entity(nested, path)
+            return
+        kafka_type = get_schema_field_type(f)
+        if kafka_type in _FIXED:
+            self.out += b"\x00" * _FIXED[kafka_type]
+        elif kafka_type == "string":
+            self.length(1, "uvarint" if flexible else "i16", path)
+            self.out += b"a"
+        elif kafka_type in ("bytes", "records"):
+            self.length(1, "uvarint" if flexible else "i32", path)
+            self.out += b"a"
+        else:
+            raise AssertionError(f"{path}: no writer for {kafka_type}")
+
+
+def full_request(api_key: int, api_version: int, request_class: type | None = None) -> tuple[bytes, list[Site]]:
+    """A request payload (no size prefix) with every length field present, and where those fields are."""
+    cls = request_class or load_request_schema(api_key, api_version)
+    header_flexible = bool(getattr(cls.__header_schema__, "__flexible__", False))
+    writer = _Writer()
+    writer.out += struct.pack(">hhi", api_key, api_version, 7)
+    writer.length(4, "i16", "header.client_id")  # a classic string even in flexible headers
+    writer.out += b"fuzz"
+    if header_flexible:
+        writer.sites.append(Site(len(writer.out), 1, "tags", "header"))
+        writer.out += b"\x00"
+    writer.entity(cls, cls.__name__)
+    return bytes(writer.out), writer.sites
+
+
+def _replacements(site: Site, remaining: int) -> Iterator[tuple[str, bytes, bool]]:
+    """(what, encoding, whether the frame cannot hold it) for one site; ``remaining`` is the number
+    of bytes after the site. A negative length other than -1 means null in Kafka's parsers, so it is
+    sent too but is not a length the server must refuse."""
+    if site.encoding in ("uvarint", "tags"):
+        bias = 1 if site.encoding == "uvarint" else 0
+        for count in (2**32 - 2, 2**31 - 1, 2**28, remaining + 1):
+            yield f"count {count}", uvarint(count + bias), True
+        yield "6-byte varint", b"\xff\xff\xff\xff\xff\x0f", True
+        if site.encoding == "tags":
+            yield "tag past the end", b"\x01" + uvarint(3) + uvarint(2**31 - 1), True
+            yield "tag just past the end", b"\x01" + uvarint(3) + uvarint(remaining + 1), True
+    elif site.encoding == "i32":
+        for count in (2**31 - 1, 2**30, remaining + 1):
+            yield f"count {count}", struct.pack(">i", count), True
+        yield "count -2", struct.pack(">i", -2), False
+    else:
+        for count in (0x7FFF, remaining + 1):
+            yield f"length {count}", struct.pack(">h", count), True
+        yield "length -2", struct.pack(">h", -2), False
+
+
+@dataclass(frozen=True)
+class Mutation:
+    what: str
+    payload: bytes
+    oversized: bool  # a length no frame of this size could hold: the server must refuse it
+
+
+def mutations(payload: bytes, sites: list[Site]) -> Iterator[Mutation]:
+    """Every site, rewritten with every extreme value."""
+    for site in sites:
+        end = site.offset + site.size
+        for what, data, oversized in _replacements(site, len(payload) - end):
+            mutated = payload[: site.offset] + data + payload[end:]
+            yield Mutation(f"{site.path} ({site.encoding}): {what}", mutated, oversized)
