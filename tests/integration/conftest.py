@@ -45,9 +45,15 @@ def server_factory(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[S
     made: list[KstewardServer] = []
 
     def make(
-        template: str = "server", overrides: Mapping[str, str] | None = None, *, name: str | None = None
+        template: str = "server",
+        overrides: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        debug_log: bool = False,
     ) -> KstewardServer:
-        server = KstewardServer(tmp_path, template, overrides, name=name or f"ksteward{len(made) + 1}")
+        server = KstewardServer(
+            tmp_path, template, overrides, name=name or f"ksteward{len(made) + 1}", debug_log=debug_log
+        )
         made.append(server)
         _remember(request.node, server)
         return server

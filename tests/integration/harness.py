@@ -28,7 +28,8 @@ START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 READY_LINE = "is serving on"
 
-# The ``server_factory`` fixture: make(template="server", overrides=None, *, name=None), not started.
+# The ``server_factory`` fixture: make(template="server", overrides=None, *, name=None, debug_log=False),
+# not started.
 ServerFactory = Callable[..., "KstewardServer"]
 
 # Every server a test started and has not yet been reaped: for teardown and failure reports.
@@ -103,8 +104,10 @@ class KstewardServer:
         overrides: Mapping[str, str] | None = None,
         *,
         name: str = "ksteward",
+        debug_log: bool = False,
     ) -> None:
         self.workdir = Path(workdir)
+        self.debug_log = debug_log  # serve with --log-level DEBUG
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.template = template
         self.name = name
@@ -152,6 +155,8 @@ class KstewardServer:
         cmd = [sys.executable, "-m", "ksteward.cli.main", "serve", "--config", str(self.config_path)]
         for key, value in self.overrides().items():
             cmd += ["--override", f"{key}={value}"]
+        if self.debug_log:
+            cmd += ["--log-level", "DEBUG"]
         return cmd
 
     @property

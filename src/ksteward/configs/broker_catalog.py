@@ -297,6 +297,11 @@ _KEYS: Final = (
        "The maximum size of a single metadata log file."),
     _k("connection.failed.authentication.delay.ms", T.INT, "100", _ge(0), LOW, RO,
        "Connection close delay on failed authentication, in milliseconds."),
+    _k("connections.max.idle.ms", T.LONG, "600000", None, MEDIUM, RO,
+       "Idle connections timeout: the server socket processor threads close the connections that idle more "
+       "than this."),
+    _k("sasl.server.max.receive.size", T.INT, "524288", None, MEDIUM, RO,
+       "The maximum receive size allowed before and during initial SASL authentication."),
 )  # fmt: skip
 
 BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in _KEYS})

@@ -73,6 +73,8 @@ class ServerConfig:
     snapshot_bytes: int
     segment_bytes: int
     failed_authentication_delay_ms: int
+    connections_max_idle_ms: int
+    sasl_server_max_receive_size: int
     audit_log_max_bytes: int
     audit_log_allowed: bool
     audit_log_denied: bool
@@ -266,6 +268,13 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         # KIP-306: hold a failed login's connection open this long, so the client reads the error
         # before the close (and password guessing slows down).
         failed_authentication_delay_ms=_int(props, "connection.failed.authentication.delay.ms", 100, minimum=0),
+        # Kafka's Selector closes connections idle this long; ksteward also closes one that has not
+        # authenticated within this time of connecting.
+        connections_max_idle_ms=_int(props, "connections.max.idle.ms", 600_000, minimum=1),
+        # Kafka's cap on a frame before and during SASL authentication (BrokerSecurityConfigs
+        # .SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG, read by SaslServerAuthenticator): an anonymous peer
+        # cannot make the server buffer socket.request.max.bytes.
+        sasl_server_max_receive_size=_int(props, "sasl.server.max.receive.size", 524_288, minimum=1),
         audit_log_max_bytes=_int(props, "audit.log.max.bytes", 100 * 1024 * 1024, minimum=1024),
         audit_log_allowed=_bool(props, "audit.log.allowed", True),
         audit_log_denied=_bool(props, "audit.log.denied", True),

@@ -18,16 +18,17 @@ def frame(payload: bytes) -> bytes:
     return _SIZE.pack(len(payload)) + payload
 
 
-def check_frame_size(size: int, max_bytes: int) -> None:
-    """Raise :class:`FrameError` for a size Kafka would refuse.
+def check_frame_size(size: int, max_bytes: int, limit_name: str = "socket.request.max.bytes") -> None:
+    """Raise :class:`FrameError` for a size Kafka would refuse, before any of the frame is read.
 
-    Kafka's ``NetworkReceive`` rejects negative sizes and sizes above ``socket.request.max.bytes``;
-    an empty frame cannot hold a request header either.
+    Kafka's ``NetworkReceive`` rejects negative sizes and sizes above its limit: ``socket.request.max.bytes``,
+    or ``sasl.server.max.receive.size`` while a SASL connection has not yet authenticated. An empty
+    frame cannot hold a request header either.
     """
     if size <= 0:
         raise FrameError(f"invalid frame size {size}")
     if size > max_bytes:
-        raise FrameError(f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})")
+        raise FrameError(f"frame of {size} bytes is larger than {limit_name} ({max_bytes})")
 
 
 class FrameDecoder:

@@ -323,6 +323,8 @@ class Server:
                 enabled_mechanisms=cfg.sasl_enabled_mechanisms if endpoint.uses_sasl else (),
                 credentials=credentials,
                 failed_authentication_delay_s=cfg.failed_authentication_delay_ms / 1000,
+                max_receive_before_auth=cfg.sasl_server_max_receive_size,
+                idle_timeout_s=cfg.connections_max_idle_ms / 1000,
             )
         return runtimes
 

@@ -2,7 +2,14 @@
 
 Requests on one connection are handled one at a time, in order, as Kafka mutes a channel while its
 request is in flight; connections are independent tasks, so they are served concurrently. A bad
-frame or an undecodable request closes this connection only, and is logged.
+frame or an undecodable request closes this connection only, and is logged with its api key,
+version, size and peer, never its bytes.
+
+Before a SASL connection has logged in, a frame may be at most ``sasl.server.max.receive.size``
+bytes, and the request header alone decides whether it may be sent: only ApiVersions and
+SaslHandshake, then SaslAuthenticate, are ever decoded for an anonymous peer. A connection that
+stays idle for ``connections.max.idle.ms`` (no complete request, or half a frame that never
+completes) is closed, and so is one that has not authenticated within that time of connecting.
 """
 
 from __future__ import annotations
@@ -25,20 +32,31 @@ from ksteward.protocol.codec import (
     UnsupportedApiVersionsRequest,
     decode_request,
     encode_response,
+    peek_header,
     response_class,
 )
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import check_frame_size, frame
 from ksteward.protocol.sasl import SaslAuthenticationError
+from ksteward.safe_log import log_failure
 from ksteward.server.addresses import java_host_address
-from ksteward.server.session import ANONYMOUS, AuthSession, Credentials, State
+from ksteward.server.session import (
+    ANONYMOUS,
+    API_VERSIONS,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    AuthSession,
+    Credentials,
+    State,
+)
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 _SIZE = struct.Struct(">i")
+DEFAULT_SASL_MAX_RECEIVE_BYTES = 524_288  # Kafka's sasl.server.max.receive.size
+DEFAULT_IDLE_TIMEOUT_S = 600.0  # Kafka's connections.max.idle.ms
 
 
 class CloseConnection(Exception):
@@ -54,6 +72,8 @@ class ListenerRuntime:
     enabled_mechanisms: tuple[str, ...]
     credentials: Credentials | None
     failed_authentication_delay_s: float = 0.1
+    max_receive_before_auth: int = DEFAULT_SASL_MAX_RECEIVE_BYTES
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
 
     @property
     def sasl(self) -> bool:
@@ -81,8 +101,14 @@ class Connection:
             credentials=listener.credentials,
             initial_principal=principal,
         )
+        self._connected_at = self._last_active = 0.0  # event-loop times, set when serving starts
+        self._busy = False
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._connected_at = self._last_active = loop.time()
+        self._idle_timer = loop.call_at(self._connected_at + self.listener.idle_timeout_s, self._check_idle)
         try:
             while True:
                 try:
@@ -94,16 +120,22 @@ class Connection:
                         )
                     return
                 (size,) = _SIZE.unpack(header)
-                check_frame_size(size, self.listener.max_frame_bytes)
+                if self.session.authenticated:
+                    check_frame_size(size, self.listener.max_frame_bytes)
+                else:
+                    check_frame_size(size, self._max_receive_before_auth(), "sasl.server.max.receive.size")
                 try:
                     payload = await self.reader.readexactly(size)
                 except asyncio.IncompleteReadError:
                     log.info("closing connection from %s on %s: frame truncated", self.peer, self.listener.name)
                     return
+                self._busy = True  # a request being served is not idleness; a reader that never reads is
                 response = await self._handle(payload)
+                self._busy = False
                 if response is not None:
                     self.writer.write(response)
                     await self.writer.drain()
+                self._last_active = loop.time()
                 if self.session.state is State.FAILED:
                     # Kafka delays the close after a failed login (KIP-306): clients that drop
                     # bytes arriving together with a close would otherwise miss the error.
@@ -115,19 +147,50 @@ class Connection:
             log.warning("closing connection from %s on %s: %s", self.peer, self.listener.name, exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
-        except Exception:
-            log.exception("closing connection from %s on %s after an internal error", self.peer, self.listener.name)
+        except Exception as exc:
+            what = f"closing connection from {self.peer} on {self.listener.name} after an internal error"
+            log_failure(log, what, exc, stack_level=logging.ERROR)
         finally:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
             self.writer.close()
+
+    def _max_receive_before_auth(self) -> int:
+        return min(self.listener.max_frame_bytes, self.listener.max_receive_before_auth)
+
+    def _check_idle(self) -> None:
+        """Close the connection once it has been idle, or unauthenticated, for ``connections.max.idle.ms``
+        (Kafka's ``Selector`` idle expiry); otherwise look again at the next deadline. A request being
+        served is not idleness."""
+        loop = asyncio.get_running_loop()
+        timeout = self.listener.idle_timeout_s
+        deadline = self._last_active + timeout
+        if not self.session.authenticated:
+            deadline = min(deadline, self._connected_at + timeout)
+        if self._busy or loop.time() < deadline:
+            next_check = max(deadline, loop.time() + timeout / 10) if self._busy else deadline
+            self._idle_timer = loop.call_at(next_check, self._check_idle)
+            return
+        why = "idle" if self.session.authenticated else "not authenticated"
+        log.info("closing connection from %s on %s: %s for connections.max.idle.ms (%d ms)", self.peer,
+                 self.listener.name, why, round(timeout * 1000))  # fmt: skip
+        self.writer.close()
 
     async def _handle(self, payload: bytes) -> bytes | None:
         session = self.session
         if session.state is State.RAW_TOKENS:
             return self._raw_token(payload)
+        if not session.authenticated:
+            # The header alone decides what an anonymous peer may send; nothing else is decoded.
+            api_key, _version, _correlation_id = peek_header(payload)
+            refusal = session.refusal(api_key)
+            if refusal is not None:
+                raise CloseConnection(f"Unexpected Kafka request of type {api_name(api_key)} {refusal}.")
         try:
             request = decode_request(payload, self.listener.table.served)
         except ProtocolError:
-            log.debug("undecodable request from %s: %s", self.peer, payload[:512].hex())
+            key, version, _ = peek_header(payload)
+            log.debug("undecodable request from %s: api key %d v%d, %d bytes", self.peer, key, version, len(payload))
             raise
         if isinstance(request, UnsupportedApiVersionsRequest):
             response = unsupported_version_response(self.listener.table, self.node)
@@ -135,10 +198,6 @@ class Connection:
         if request.dropped_tags:
             log.debug("skipped %d unknown tagged fields from %s", request.dropped_tags, self.peer)
         key = request.api_key
-        if session.state is State.HANDSHAKE and key not in (API_VERSIONS, SASL_HANDSHAKE):
-            raise CloseConnection(f"Unexpected Kafka request of type {key} during SASL handshake.")
-        if session.state is State.AUTHENTICATE and key != SASL_AUTHENTICATE:
-            raise CloseConnection(f"Unexpected Kafka request of type {key} during SASL authentication.")
         if key == SASL_HANDSHAKE:
             return self._sasl_handshake(request)
         if key == SASL_AUTHENTICATE:
@@ -160,13 +219,13 @@ class Connection:
             response = await spec.handler(self.node, ctx, request.body)
         except ProtocolError:
             raise  # a request Kafka would fail to parse: the connection is closed, as Kafka closes it
-        except Exception:
+        except Exception as exc:
             values = error_values(key, request.body)
             if values is None:
                 raise
             # As Kafka does: log it, and answer every entry of the request with UNKNOWN_SERVER_ERROR.
-            log.exception("%s v%d from %s failed; answering UNKNOWN_SERVER_ERROR", api_name(key), ctx.api_version,
-                          self.peer)  # fmt: skip
+            what = f"{api_name(key)} v{ctx.api_version} from {self.peer} failed; answering UNKNOWN_SERVER_ERROR"
+            log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
         if isinstance(response, PreEncoded):
             return response.frame
@@ -184,7 +243,7 @@ class Connection:
         mechanism = request.body.mechanism
         if session.handshake(mechanism, request.api_version):
             return self._respond(request, {"error_code": ErrorCode.none, "mechanisms": mechanisms})
-        log.info("closing connection from %s: unsupported SASL mechanism %r", self.peer, mechanism)
+        log.info("closing connection from %s: unsupported SASL mechanism", self.peer)
         return self._respond(request, {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": mechanisms})
 
     def _sasl_authenticate(self, request: Request) -> bytes:

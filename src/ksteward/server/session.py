@@ -22,6 +22,7 @@ from ksteward.protocol.sasl import (
 )
 
 ANONYMOUS = "User:ANONYMOUS"
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
 
 class State(enum.Enum):
@@ -30,6 +31,14 @@ class State(enum.Enum):
     RAW_TOKENS = "raw_tokens"  # after SaslHandshake v0: bare tokens
     AUTHENTICATED = "authenticated"
     FAILED = "failed"
+
+
+# What a connection may send before it has logged in, as Kafka's ``SaslServerAuthenticator`` allows it:
+# the request header alone decides, so no other request body is ever decoded for an anonymous peer.
+ALLOWED_BEFORE_LOGIN: dict[State, tuple[frozenset[int], str]] = {
+    State.HANDSHAKE: (frozenset({API_VERSIONS, SASL_HANDSHAKE}), "SASL handshake"),
+    State.AUTHENTICATE: (frozenset({SASL_AUTHENTICATE}), "SASL authentication"),
+}
 
 
 class _Mechanism(Protocol):
@@ -71,6 +80,14 @@ class AuthSession:
     @property
     def authenticated(self) -> bool:
         return self.state is State.AUTHENTICATED
+
+    def refusal(self, api_key: int) -> str | None:
+        """Why a request of ``api_key`` may not be sent in this state (Kafka's IllegalSaslStateException
+        text, with the API's name in place of ``api_key``), or None when it may."""
+        rule = ALLOWED_BEFORE_LOGIN.get(self.state)
+        if rule is None or api_key in rule[0]:
+            return None
+        return f"during {rule[1]}"
 
     def handshake(self, mechanism: str, version: int) -> bool:
         """Select ``mechanism``; False if it is not enabled (the caller answers and closes)."""
