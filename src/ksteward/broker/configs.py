@@ -32,6 +32,7 @@ from ksteward.configs.alter import (
 from ksteward.configs.broker_catalog import validate_broker_configs, validate_broker_reconfiguration
 from ksteward.configs.catalog import ConfigError, ConfigResourceType, ConfigSource, ConfigType, java_int
 from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
+from ksteward.configs.sensitive import is_sensitive
 from ksteward.controller.configs import ConfigAlteration
 from ksteward.controller.topic_names import validation_error
 from ksteward.protocol.build import build
@@ -89,10 +90,14 @@ def _node_id(name: str, node_id: int, *, noun: str = "Node", expected: str = "{i
 def _logger_entries(keys: Sequence[str] | None) -> list[ConfigEntryView]:
     levels = logger_levels()
     names = [n for n in levels if not keys or n in keys]
-    return [
-        ConfigEntryView(n, levels[n], ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, False, ConfigType.STRING)
-        for n in names
-    ]
+    entries = []
+    for n in names:
+        sensitive = is_sensitive(BL, n)  # the one rule: a log level is never secret
+        value = None if sensitive else levels[n]
+        entries.append(
+            ConfigEntryView(n, value, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG, False, sensitive, ConfigType.STRING)
+        )
+    return entries
 
 
 def _describe_one(

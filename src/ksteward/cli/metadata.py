@@ -3,7 +3,8 @@
 ``dump PATH`` prints every record of a ``.log`` segment, a ``.checkpoint`` snapshot, or a whole
 directory (data dir or ``__cluster_metadata-0``; snapshots, then segments, each by offset) as one
 JSON line, like ``kafka-dump-log --cluster-metadata-decoder``. Secrets never print in clear: SCRAM
-salts and keys and sensitive config values show as ``[hidden]`` (see ``ksteward.metadata.redact``).
+salts and keys and sensitive config values show as ``[hidden]``, decided by the server's own rule
+(``ksteward.configs.sensitive``: PASSWORD-typed keys, and keys Kafka cannot type, such as a custom broker key).
 
 ``shell DIR`` loads the image read-only and lets you browse it as a tree, like
 ``kafka-metadata-shell``: ``ls``, ``cd``, ``pwd``, ``cat``, ``tree``, ``find``, ``help``, ``exit``.
@@ -12,6 +13,7 @@ salts and keys and sensitive config values show as ``[hidden]`` (see ``ksteward.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import mmap
@@ -22,6 +24,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from ksteward.configs.catalog import ConfigResourceType
+from ksteward.configs.sensitive import HIDDEN, SECRET_BEARING_RECORD_TYPES, loggable_value, redacted_record_json
 from ksteward.metadata.batch import Batch, CorruptBatchError, UnsupportedCompressionError, iter_batches
 from ksteward.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from ksteward.metadata.loader import MetadataLoadError, load
@@ -34,11 +38,7 @@ from ksteward.metadata.records.control import (
     control_type_id,
     decode_control_record,
 )
-from ksteward.metadata.records.kafka_json import entity_json, kafka_uuid, record_json
-from ksteward.metadata.redact import HIDDEN, redact_config_value
-
-# apiKeys whose undecodable bytes must not be printed as hex: they may hold secrets.
-_SECRET_BEARING_API_KEYS = frozenset({4, 11})  # ConfigRecord, UserScramCredentialRecord
+from ksteward.metadata.records.kafka_json import entity_json, kafka_uuid
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -114,7 +114,7 @@ def _record_payload(value: bytes | None) -> dict[str, Any]:
     if value is None:
         return {"error": "record without a value"}
     try:
-        return record_json(decode_record(value), redact=True)
+        return redacted_record_json(decode_record(value))
     except UnknownRecordTypeError as exc:
         return {
             "apiKey": exc.api_key,
@@ -131,7 +131,8 @@ def _record_payload(value: bytes | None) -> dict[str, Any]:
 
 
 def _hex(api_key: int | None, value: bytes) -> dict[str, Any]:
-    if api_key is None or api_key in _SECRET_BEARING_API_KEYS:
+    # Undecodable bytes of a record that may hold a secret are not printed as hex either.
+    if api_key is None or api_key in SECRET_BEARING_RECORD_TYPES:
         return {"hex": HIDDEN, "size": len(value)}
     return {"hex": value.hex()}
 
@@ -191,6 +192,11 @@ def _leaves_dir(values: Mapping[str, Any], render: Callable[[str, Any], Any] = l
     return _dir(lambda: {_name(k): _leaf(render(k, v)) for k, v in values.items()})
 
 
+def _record_leaf(record: Any) -> _Node:
+    """A record of the image (a broker or controller registration, an ACL) as its Kafka-JSON data."""
+    return _leaf(redacted_record_json(record)["data"])
+
+
 def _name(text: str) -> str:
     """A path component: '/' cannot appear in one."""
     return text.replace("%", "%25").replace("/", "%2F") if text else "<default>"
@@ -225,7 +231,7 @@ def image_tree(image: MetadataImage) -> _Node:
     def configs() -> dict[str, _Node]:
         by_type: dict[str, dict[str, _Node]] = {}
         for (rtype, rname), values in image.configs.items():
-            node = _leaves_dir(values, redact_config_value)
+            node = _leaves_dir(values, functools.partial(loggable_value, ConfigResourceType.from_code(rtype)))
             by_type.setdefault(_CONFIG_TYPES.get(rtype, str(rtype)), {})[_name(rname)] = node
         return {t: _fixed_dir(names) for t, names in by_type.items()}
 
@@ -246,14 +252,13 @@ def image_tree(image: MetadataImage) -> _Node:
 
     root = {
         "features": _leaves_dir(image.features),
-        "cluster": _dir(lambda: {str(k): _leaf(record_json(v)["data"]) for k, v in image.cluster.items()}),
-        "controllers": _dir(lambda: {str(k): _leaf(record_json(v)["data"]) for k, v in image.controllers.items()}),
+        "cluster": _dir(lambda: {str(k): _record_leaf(v) for k, v in image.cluster.items()}),
+        "controllers": _dir(lambda: {str(k): _record_leaf(v) for k, v in image.controllers.items()}),
         "topics": _dir(lambda: {_name(t.name): topic_node(t) for t in image.topics.by_name.values()}),
         "topicIds": _dir(lambda: {kafka_uuid(t.id): topic_node(t) for t in image.topics.by_id.values()}),
         "configs": _dir(configs),
         "client-quotas": _dir(quotas),
-        "acl": _dir(lambda: {"id": _dir(lambda: {kafka_uuid(k): _leaf(record_json(v)["data"])
-                                                 for k, v in image.acls.items()})}),
+        "acl": _dir(lambda: {"id": _dir(lambda: {kafka_uuid(k): _record_leaf(v) for k, v in image.acls.items()})}),
         "scram": _dir(scram),
         "producerIds": _leaf(image.producer_ids),
     }  # fmt: skip

@@ -26,11 +26,9 @@ from types import MappingProxyType
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.metadata.redact import HIDDEN
-
 from .broker_catalog import BROKER_CONFIGS
-from .catalog import ConfigError, ConfigKey, ConfigResourceType, java_split
-from .resolve import is_sensitive, loggable_value
+from .catalog import HIDDEN, ConfigError, ConfigKey, ConfigResourceType, java_split
+from .sensitive import is_sensitive, loggable_configs
 from .topic_catalog import TOPIC_CONFIGS
 
 __all__ = [
@@ -96,7 +94,7 @@ class AlterResult:
         return {c.name: c.value for c in self.changes if not c.implicit}
 
     def __repr__(self) -> str:
-        shown = {name: loggable_value(self.resource_type, name, value) for name, value in self.configs.items()}
+        shown = loggable_configs(self.resource_type, self.configs)
         return f"AlterResult(resource_type={self.resource_type.name}, configs={shown!r}, changes={self.changes!r})"
 
 

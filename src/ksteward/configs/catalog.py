@@ -29,9 +29,8 @@ from typing import Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.metadata.redact import HIDDEN
-
 __all__ = [
+    "HIDDEN",
     "ConfigError",
     "ConfigKey",
     "ConfigResourceType",
@@ -50,6 +49,11 @@ __all__ = [
     "java_double_str",
     "java_split",
 ]
+
+
+HIDDEN: Final = "[hidden]"
+"""What is shown instead of a secret value (Kafka's ``Password.HIDDEN``). Which values are secret is
+decided in one place, :func:`ksteward.configs.sensitive.is_sensitive`."""
 
 
 class ConfigResourceType(enum.IntEnum):

@@ -14,8 +14,8 @@ mappings, so a handler passes sections of ``MetadataImage.configs``::
     for topic in topics:  # one resolver for the whole request: the broker-level part is shared
         entries = resolver.describe_topic(configs.get((ConfigResourceType.TOPIC, topic), {}))
 
-A sensitive entry (PASSWORD type, or a key whose type is unknown) carries no value, in itself and in
-every synonym: the secret never enters a :class:`ConfigEntryView`.
+A sensitive entry (:func:`ksteward.configs.sensitive.is_sensitive`: PASSWORD type, or a key whose type is
+unknown) carries no value, in itself and in every synonym: the secret never enters a :class:`ConfigEntryView`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
-
-from ksteward.metadata.redact import HIDDEN, SENSITIVE_KEY
 
 from .broker_catalog import (
     BROKER_CONFIGS,
@@ -36,6 +34,7 @@ from .broker_catalog import (
     validate_broker_configs,
 )
 from .catalog import ConfigError, ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
+from .sensitive import is_sensitive, loggable_value
 from .topic_catalog import TOPIC_CONFIGS, validate_topic_config
 
 __all__ = [
@@ -44,7 +43,7 @@ __all__ = [
     "ConfigSynonym",
     "config_key",
     "describe_resource",
-    "is_sensitive",
+    "is_sensitive",  # re-exported from .sensitive, where the rule lives
     "loggable_value",
     "resolve",
     "validate",
@@ -154,7 +153,7 @@ class ConfigResolver:
 
     def _topic_entry(self, name: str, override: str | None, synonyms: bool, documentation: bool) -> ConfigEntryView:
         key = TOPIC_CONFIGS.get(name)
-        sensitive = key is None or key.is_sensitive or SENSITIVE_KEY(name)
+        sensitive = is_sensitive(ConfigResourceType.TOPIC, name)
         chain: tuple[ConfigSynonym, ...]
         if key is None:  # stored on the topic, unknown to the catalog (it was written by another version)
             value, chain = None, ()
@@ -208,7 +207,7 @@ class ConfigResolver:
         """The entry for ``name`` of this node (BROKER ``"<id>"``), or of the cluster default (``""``)."""
         key = broker_config_key(name)
         defined = BROKER_CONFIGS.get(name)
-        sensitive = key is None or key.is_sensitive or SENSITIVE_KEY(name)
+        sensitive = is_sensitive(ConfigResourceType.BROKER, name)
         if cluster_default:
             value = self._cluster.get(name)
         else:
@@ -285,20 +284,6 @@ def config_key(resource_type: ConfigResourceType, name: str) -> ConfigKey | None
     if resource_type is ConfigResourceType.BROKER:
         return broker_config_key(name)
     raise ValueError(f"no config catalog for resource type {resource_type.name}")
-
-
-def is_sensitive(resource_type: ConfigResourceType, name: str) -> bool:
-    """Whether a value of ``name`` must be hidden (Kafka's ``loggableValue``): PASSWORD-typed or unknown
-    keys of TOPIC and BROKER resources; nothing of BROKER_LOGGER and CLIENT_METRICS; anything else."""
-    if resource_type in (ConfigResourceType.TOPIC, ConfigResourceType.BROKER):
-        key = config_key(resource_type, name)
-        return key is None or key.is_sensitive or SENSITIVE_KEY(name)
-    return resource_type not in (ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS)
-
-
-def loggable_value(resource_type: ConfigResourceType, name: str, value: str | None) -> str | None:
-    """``value`` for a log or audit line: ``[hidden]`` when sensitive (a null value stays null)."""
-    return HIDDEN if value is not None and is_sensitive(resource_type, name) else value
 
 
 def validate(

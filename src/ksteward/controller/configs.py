@@ -26,6 +26,7 @@ from kio.static.primitive import i8
 from ksteward.configs.alter import AlterConfigOp, AlterResult, apply_incremental, apply_legacy
 from ksteward.configs.catalog import ConfigError, ConfigResourceType, java_int
 from ksteward.configs.resolve import ConfigResolver
+from ksteward.configs.sensitive import loggable_configs
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
 from ksteward.controller.topic_names import validation_error
@@ -48,6 +49,14 @@ class ConfigAlteration:
     resource_name: str
     ops: Sequence[AlterConfigOp] | None = None
     configs: Mapping[str, str | None] | None = None
+
+    def __repr__(self) -> str:
+        # Secrets hidden, as in every repr that holds config values (the ops' values are left out already).
+        configs = None if self.configs is None else loggable_configs(self.resource_type, self.configs)
+        return (
+            f"ConfigAlteration(resource_type={self.resource_type.name}, resource_name={self.resource_name!r}, "
+            f"ops={self.ops!r}, configs={configs!r})"
+        )
 
 
 class ConfigControlManager:

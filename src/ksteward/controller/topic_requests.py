@@ -15,6 +15,8 @@ from typing import Any, Generic, TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.configs.catalog import ConfigResourceType
+from ksteward.configs.sensitive import loggable_value
 from ksteward.metadata.records import MetadataRecord
 
 
@@ -82,6 +84,14 @@ class NewTopic:
             replication_factor=int(topic.replication_factor),
             assignments=tuple((int(a.partition_index), tuple(int(b) for b in a.broker_ids)) for a in topic.assignments),
             configs=tuple((c.name, c.value) for c in topic.configs),
+        )
+
+    def __repr__(self) -> str:
+        # The request's config values as a log line may show them: secrets hidden.
+        configs = tuple((k, loggable_value(ConfigResourceType.TOPIC, k, v)) for k, v in self.configs)
+        return (
+            f"NewTopic(name={self.name!r}, num_partitions={self.num_partitions}, "
+            f"replication_factor={self.replication_factor}, assignments={self.assignments!r}, configs={configs!r})"
         )
 
 

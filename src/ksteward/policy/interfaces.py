@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import ClassVar, TypeVar
+from typing import ClassVar, TypeVar, cast
 
 from ksteward.configs.catalog import ConfigResourceType
+from ksteward.configs.sensitive import loggable_configs
 
 
 class PolicyViolation(Exception):
@@ -44,6 +45,30 @@ def _frozen(mapping: Mapping[K, V]) -> Mapping[K, V]:
     return MappingProxyType(dict(mapping))
 
 
+class ConfigsView(Mapping[str, V]):
+    """The read-only configs of a request metadata. The policy reads every value in clear; ``repr`` and
+    ``str`` show a sensitive one (``ksteward.configs.sensitive.is_sensitive`` for the resource's type) as
+    ``[hidden]``, so that a policy, or the server, that logs the metadata or its configs leaks no secret."""
+
+    __slots__ = ("_data", "_resource_type")
+
+    def __init__(self, resource_type: ConfigResourceType, configs: Mapping[str, V]) -> None:
+        self._resource_type = resource_type
+        self._data: dict[str, V] = dict(configs)
+
+    def __getitem__(self, key: str) -> V:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return repr(loggable_configs(self._resource_type, cast("Mapping[str, str | None]", self._data)))
+
+
 @dataclass(frozen=True, slots=True)
 class CreateTopicRequestMetadata:
     """What ``CreateTopicPolicy.validate`` sees for one topic (Kafka's ``CreateTopicPolicy.RequestMetadata``).
@@ -51,7 +76,8 @@ class CreateTopicRequestMetadata:
     Exactly one of the two layouts is set: ``num_partitions`` and ``replication_factor`` (with -1 already
     replaced by the server defaults) when the placement was automatic, or ``replicas_assignments``
     (partition -> broker ids, in preferred order) when the request gave a manual assignment. ``configs``
-    are the topic configs of the request only, without broker defaults.
+    are the topic configs of the request only, without broker defaults. Its ``repr`` hides the sensitive
+    config values (:class:`ConfigsView`).
     """
 
     topic: str
@@ -63,7 +89,7 @@ class CreateTopicRequestMetadata:
     def __post_init__(self) -> None:
         if self.replicas_assignments is not None:
             object.__setattr__(self, "replicas_assignments", _frozen(self.replicas_assignments))
-        object.__setattr__(self, "configs", _frozen(self.configs))
+        object.__setattr__(self, "configs", ConfigsView(ConfigResourceType.TOPIC, self.configs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +102,8 @@ class AlterConfigRequestMetadata:
     is a ksteward addition that KIP-935 asks for: the resource's own config entries as they will be
     after the change (the topic's overrides, or the broker's or cluster default's dynamic entries),
     deleted keys absent. Values inherited from other levels or built-in defaults are not included.
-    For a topic being created both maps hold the creation configs.
+    For a topic being created both maps hold the creation configs. Both maps' ``repr`` hides the values
+    that are sensitive for ``resource.type`` (:class:`ConfigsView`).
     """
 
     resource: ConfigResource
@@ -84,13 +111,14 @@ class AlterConfigRequestMetadata:
     resulting_configs: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "configs", _frozen(self.configs))
-        object.__setattr__(self, "resulting_configs", _frozen(self.resulting_configs))
+        object.__setattr__(self, "configs", ConfigsView(self.resource.type, self.configs))
+        object.__setattr__(self, "resulting_configs", ConfigsView(self.resource.type, self.resulting_configs))
 
 
 @dataclass(frozen=True, slots=True)
 class DeleteTopicRequestMetadata:
-    """What ``DeleteTopicPolicy.validate`` sees for one topic: its name and id, as KIP-934 specifies."""
+    """What ``DeleteTopicPolicy.validate`` sees for one topic: its name and id, as KIP-934 specifies (no
+    config values: its ``repr`` is safe to log as it is)."""
 
     topic: str
     topic_id: uuid.UUID

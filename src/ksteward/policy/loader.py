@@ -23,7 +23,17 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
-from .interfaces import AlterConfigPolicy, CreateTopicPolicy, DeleteTopicPolicy, PolicyViolation
+from ksteward.safe_log import log_failure
+
+from .interfaces import (
+    AlterConfigPolicy,
+    AlterConfigRequestMetadata,
+    CreateTopicPolicy,
+    CreateTopicRequestMetadata,
+    DeleteTopicPolicy,
+    DeleteTopicRequestMetadata,
+    PolicyViolation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -120,23 +130,41 @@ class Policies:
         for policy in policies:
             try:
                 policy.close()
-            except Exception:
-                log.exception("closing %s failed", type(policy).__qualname__)
+            except Exception as exc:
+                _log_failure(f"closing {type(policy).__qualname__} failed", exc)
 
 
 def policy_error(
     policy: CreateTopicPolicy | DeleteTopicPolicy | AlterConfigPolicy, metadata: object
 ) -> tuple[ErrorCode, str | None] | None:
     """Run ``policy.validate(metadata)``: None if it passes, POLICY_VIOLATION with the policy's message if it
-    raises PolicyViolation, UNKNOWN_SERVER_ERROR (logged, message withheld) if it raises anything else."""
+    raises PolicyViolation, UNKNOWN_SERVER_ERROR (logged without its message, and withheld from the client)
+    if it raises anything else."""
     try:
         policy.validate(metadata)  # type: ignore[arg-type]
     except PolicyViolation as exc:
         return ErrorCode.policy_violation, str(exc) or None
-    except Exception:
-        log.exception("%s.validate raised for %s", type(policy).__qualname__, metadata)
+    except Exception as exc:
+        _log_failure(f"Unknown server error in {type(policy).__qualname__}.validate for {_subject(metadata)}", exc)
         return ErrorCode.unknown_server_error, None
     return None
+
+
+def _subject(metadata: object) -> str:
+    """What a request metadata is about, for a log line: the resource type and name, or the topic. Never
+    the metadata itself, whose configs are no business of the log."""
+    if isinstance(metadata, AlterConfigRequestMetadata):
+        return f"{metadata.resource.type.name} resource {metadata.resource.name!r}"
+    if isinstance(metadata, CreateTopicRequestMetadata | DeleteTopicRequestMetadata):
+        return f"topic {metadata.topic!r}"
+    return type(metadata).__name__
+
+
+def _log_failure(what: str, exc: BaseException) -> None:
+    """The ERROR line names the policy, the resource and the exception's type, enough to find the policy
+    that broke; the DEBUG line adds where it broke. Never the message: a policy's exception is text written
+    by third-party code from whatever ``validate`` (or ``close``) saw, secrets included (``safe_log``)."""
+    log_failure(log, what, exc)
 
 
 def _maybe_load(

@@ -5,6 +5,10 @@ schema names with the first letter lower-cased (``TopicId`` -> ``topicId``); a t
 printed only when it differs from its default; uuids print as Kafka's ``Uuid.toString`` (URL-safe
 base64 without padding, 22 characters); bytes as standard base64; a metadata record prints as
 ``{"type": <MetadataRecordType name>, "version": v, "data": {...}}``.
+
+Values print in clear, as Kafka's converters print them: this layer has no config catalog to tell a
+secret from a retention time. What a person or a file gets goes through
+``ksteward.configs.sensitive.redacted_record_json``, which hides them.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from dataclasses import fields, is_dataclass
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
-from ..redact import redact_record_json
 from ._codec import MetadataRecordType, field_default
 
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -78,10 +81,7 @@ def entity_json(entity: Any) -> dict[str, Any]:
     return out
 
 
-def record_json(record: Any, *, redact: bool = True) -> dict[str, Any]:
-    """``{"type", "version", "data"}`` for a metadata record; secrets hidden unless ``redact=False``."""
+def record_json(record: Any) -> dict[str, Any]:
+    """``{"type", "version", "data"}`` for a metadata record, every value in clear (see the module docstring)."""
     api_key = int(record.__api_key__)
-    data = entity_json(record)
-    if redact:
-        data = redact_record_json(api_key, data)
-    return {"type": MetadataRecordType(api_key).name, "version": int(record.__version__), "data": data}
+    return {"type": MetadataRecordType(api_key).name, "version": int(record.__version__), "data": entity_json(record)}

@@ -24,7 +24,8 @@ Schemas of :class:`State` (enum columns hold ``ksteward.authorizer.enums`` names
   ``replication_factor`` int (the most replicas any partition has; 0 without partitions).
 - ``configs``: ``resource_type`` string (``TOPIC``, ``BROKER``, ``BROKER_LOGGER``, ``CLIENT_METRICS``,
   ``GROUP``), ``resource_name`` string (``""`` is the cluster-wide default broker), ``name`` string, ``value``
-  string: ``[hidden]`` for a sensitive key (``metadata.redact``). A topic's configs go with the topic.
+  string: ``[hidden]`` for a sensitive key, as ``read_metadata`` hid it when it decoded the record (with the
+  server's rule, ``configs.sensitive``). A topic's configs go with the topic.
 - ``quotas``: ``entity`` map<string,string> (entity type -> name; a null name is the default entity),
   ``key`` string (``producer_byte_rate``), ``value`` double.
 """
@@ -39,7 +40,6 @@ from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.configs.catalog import ConfigResourceType
-from ksteward.metadata.redact import HIDDEN, SENSITIVE_KEY_SUFFIXES
 from ksteward.pipeline.readers import InputError, conform
 
 if TYPE_CHECKING:
@@ -338,19 +338,8 @@ def _configs(records: DataFrame) -> DataFrame:
         F.coalesce(F.try_element_at(types, F.col("resourceType")), F.lit("UNKNOWN")).alias("resource_type"),
         F.col("resourceName").alias("resource_name"),
         "name",
-        F.when(_sensitive(F.col("name")), F.lit(HIDDEN)).otherwise(F.col("value")).alias("value"),
+        "value",  # secrets were hidden by the reader, on the executors, before any row existed
     )
-
-
-def _sensitive(key: Column) -> Column:
-    """``metadata.redact.is_sensitive_key`` as a Spark expression (the reader hid them already; belt and braces)."""
-    from pyspark.sql import functions as F
-
-    low = F.lower(key)
-    condition = low.contains("password")
-    for suffix in SENSITIVE_KEY_SUFFIXES:
-        condition = condition | low.endswith(suffix)
-    return condition
 
 
 def _quotas(records: DataFrame) -> DataFrame:

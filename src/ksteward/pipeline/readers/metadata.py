@@ -7,7 +7,7 @@ a directory holding segments directly, or one ``.log`` / ``.checkpoint`` file.
 
 **Parallelism.** The driver only lists the files. Their paths are parallelized one file per slice and each
 Spark task decodes its file with ksteward's own code (``metadata.batch.iter_batches``,
-``metadata.records.decode_record``, ``metadata.records.kafka_json.record_json``,
+``metadata.records.decode_record``, ``configs.sensitive.redacted_record_json``,
 ``metadata.log.read_snapshot``), so N files decode in N tasks. The files must therefore be readable at the
 same path from every executor (always true for ``local[*]``; a shared file system on a cluster). Records and
 rejects come out of the tasks as one DataFrame, cached (memory and disk, in the JVM), so that ``frame`` and
@@ -25,8 +25,9 @@ rejects come out of the tasks as one DataFrame, cached (memory and disk, in the 
 - ``record_type`` string: Kafka's record name (``AccessControlEntryRecord``, ``PartitionRecord``);
   ``record_version`` int. (The payload's ``type`` is the dump's enum spelling, ``ACCESS_CONTROL_ENTRY_RECORD``.)
 - ``payload`` string: ``{"type":..,"version":..,"data":{..}}``, exactly what ``ksteward metadata dump``
-  prints as ``payload``, with secrets already hidden by ``metadata.redact`` (the value of a ConfigRecord
-  whose key is sensitive, a SCRAM credential's salt, storedKey and serverKey all read ``[hidden]``).
+  prints as ``payload``, with secrets already hidden as the server hides them (``configs.sensitive``: the
+  value of a ConfigRecord whose key is sensitive for its resource type, a custom broker key included, and a
+  SCRAM credential's salt, storedKey and serverKey all read ``[hidden]``). No secret reaches a DataFrame.
 
 Control records (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters, commit/abort markers) are not
 rows: they change no state. Metadata transactions (Begin/End/AbortTransactionRecord) are ordinary
@@ -55,6 +56,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ksteward.configs.sensitive import redacted_record_json
 from ksteward.metadata.batch import CorruptBatchError, UnsupportedCompressionError, iter_batches
 from ksteward.metadata.log import (
     PARTITION_DIR_NAME,
@@ -66,7 +68,6 @@ from ksteward.metadata.log import (
 )
 from ksteward.metadata.records import CorruptRecordError, UnknownRecordTypeError, decode_record, read_frame
 from ksteward.metadata.records.control import ControlRecordType, CorruptControlRecordError, decode_control_record
-from ksteward.metadata.records.kafka_json import record_json
 from ksteward.pipeline.schemas import METADATA_RECORD_SCHEMA, REJECTS_SCHEMA
 
 from . import InputError, ReadResult, conform
@@ -189,7 +190,7 @@ def _decode_batches(path: Path, buf: mmap.mmap, snapshot: tuple[int, int] | None
                 if value is None:
                     raise CorruptRecordError("metadata record without a value")
                 record = decode_record(value)
-                rendered = record_json(record, redact=True)
+                rendered = redacted_record_json(record)
             except (UnknownRecordTypeError, CorruptRecordError) as exc:
                 yield _reject(path, batch.file_position, f"offset {offset}: {exc}", _undecodable(value))
                 continue
