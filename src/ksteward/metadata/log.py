@@ -11,6 +11,10 @@ No ``.index``/``.timeindex`` files are written: Kafka rebuilds them, and kstewar
 offset index in memory. When a segment is truncated or deleted here its index files are deleted too,
 so Kafka never trusts a stale one.
 
+One process at a time writes a log directory: a writable open requires the directory's ``.lock``
+(``dir_lock``, Kafka's ``LogManager.lockLogDirs``) and takes it if this process does not hold it yet.
+A read-only open takes no lock and changes nothing, so tools can read a live node's log.
+
 Thread contract: one thread (the controller's event loop) calls ``append``, ``read`` and ``close``.
 ``flush`` may run in one other thread at a time (the group-commit worker) while appends go on, and
 ``write_snapshot`` / ``delete_segments_before`` in a worker thread too (one at a time): they only
@@ -45,6 +49,7 @@ from .batch import (
     iter_batches,
     scan_batches,
 )
+from .dir_lock import DirectoryLock, held_here, lock_directory
 from .records.control import (
     ControlRecordType,
     SnapshotFooterRecord,
@@ -233,6 +238,7 @@ class MetadataLog:
         self._dir_dirty = False
         self._failed: BaseException | None = None
         self._closed = False
+        self._dir_lock: DirectoryLock | None = None  # taken by ``open``, when no one here held it
 
     @classmethod
     def open(
@@ -244,6 +250,10 @@ class MetadataLog:
         read_only: bool = False,
     ) -> MetadataLog:
         """Open (creating unless ``read_only``) the partition directory under ``directory``.
+
+        Unless ``read_only``, the log directory (the partition directory's parent) must be locked
+        by this process (see ``dir_lock``): if it is not, the lock is taken here and released by
+        ``close``; DirectoryLockedError if another process holds it.
 
         Every batch of every segment is validated. A torn or corrupt tail is truncated (and the
         segments after it deleted), each with a warning naming the file, position and reason.
@@ -257,13 +267,23 @@ class MetadataLog:
         if read_only:
             if not pdir.is_dir():
                 raise FileNotFoundError(f"no metadata log directory at {pdir}")
-        else:
+            log._recover()
+            return log
+        # A writer owns the log directory: the lock comes before anything in it is read or changed.
+        # A server locks its directories first (and keeps them); any other writer gets the lock here.
+        lock = None if held_here(pdir.parent) else lock_directory(pdir.parent)
+        try:
             created = not pdir.exists()
             pdir.mkdir(parents=True, exist_ok=True)
             if created:
                 fsync_dir(pdir.parent)
             log._remove_leftovers()
-        log._recover()
+            log._recover()
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        log._dir_lock = lock
         return log
 
     def _remove_leftovers(self) -> None:
@@ -606,6 +626,8 @@ class MetadataLog:
                         os.close(segment.fd)
                         segment.fd = None
                 self._closed = True
+            if self._dir_lock is not None:
+                self._dir_lock.release()
 
     def __enter__(self) -> MetadataLog:
         return self

@@ -35,6 +35,7 @@ from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_S
 from ksteward.controller.quorum import Controller
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
+from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
@@ -92,6 +93,7 @@ class Server:
         self._authorizer: StandardAuthorizer | None = None
         self._audit: AuditLogWriter | None = None
         self._policies: Policies | None = None
+        self._dir_locks: list[DirectoryLock] = []
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -126,6 +128,12 @@ class Server:
         cfg = self._config
         dirs = [cfg.metadata_log_dir]
         dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
+        # Before anything in them is read or written (meta.properties, leftovers, recovery), as
+        # Kafka's LogManager.lockLogDirs: a second process on a directory stops here, changing nothing.
+        try:
+            self._dir_locks = lock_directories(dirs)
+        except DirectoryLockError as exc:
+            raise StartupError(str(exc)) from None
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
             self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()
@@ -419,6 +427,9 @@ class Server:
             self._audit.close()
         if self._policies is not None:
             self._policies.close()
+        for lock in self._dir_locks:  # last: nothing of ours writes the directories any more
+            lock.release()
+        self._dir_locks = []
         log.info("stopped")
 
 
