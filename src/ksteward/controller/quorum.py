@@ -131,5 +131,5 @@ class Controller:
     async def alter_user_scram_credentials(self, request: Any) -> dict[str, Any]:
         result = alter_user_scram_credentials(self.writer.latest, request)
         if result.records:
-            await self.writer.append(result.records)
+            await self.writer.append(list(result.records))
         return result.response

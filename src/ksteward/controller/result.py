@@ -1,15 +1,38 @@
-"""What a controller operation produces: records to commit atomically, and the response values."""
+"""What every controller operation produces, as Kafka's ``ControllerResult<T>``: the records to commit
+atomically, and the response, of one type per operation. Failures are values, not exceptions: an
+:class:`ApiError` per resource, as Kafka's ``ApiError`` carries an error code and a message.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from kio.schema.errors import ErrorCode
 
 # One user operation may write at most this many records, all or nothing (KAFKA-14996).
 MAX_RECORDS_PER_USER_OP = 10_000
+# What Kafka's controller answers when one operation would write more (BoundedList, KAFKA-14996).
+EXCESSIVELY_LARGE_BATCH = "Unable to perform excessively large batch operation."
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
-class ControllerResult:
-    records: list[Any] = field(default_factory=list)
-    response: dict[str, Any] = field(default_factory=dict)
+class ApiError:
+    """An error code and its message (None: the client shows the code's default text)."""
+
+    code: ErrorCode
+    message: str | None = None
+
+
+NO_ERROR = ApiError(ErrorCode.none)
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerResult(Generic[T]):
+    """The records of one operation (appended as one batch, or none) and its response."""
+
+    records: Sequence[Any]
+    response: T

@@ -17,18 +17,8 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.sensitive import loggable_value
+from ksteward.controller.result import NO_ERROR, ApiError
 from ksteward.metadata.records import MetadataRecord
-
-
-@dataclass(frozen=True, slots=True)
-class ApiError:
-    """An error code and its message (None: the client shows the code's default text)."""
-
-    code: ErrorCode
-    message: str | None = None
-
-
-NO_ERROR = ApiError(ErrorCode.none)
 
 
 @dataclass(frozen=True, slots=True)
