@@ -10,7 +10,7 @@ within ``topics`` only the touched topics' partition maps are copied, within ``c
 ``client_quotas`` only the touched entries. Everything else is shared with the base image. A delta
 is applied once; a delta whose replay raised must be discarded (the base image is untouched).
 
-Replay rules (Kafka's ``image/*Delta`` and spec §6.3, authorizer §4.3): ConfigRecord with a null
+Replay rules (Kafka's ``ConfigurationsDelta``, ``TopicsDelta`` and ``AclsDelta``): ConfigRecord with a null
 value deletes the key and an emptied resource is dropped; RemoveTopicRecord drops the topic, its
 partitions and its TOPIC configs; a TopicRecord for an existing name or id, a PartitionRecord or
 PartitionChangeRecord for an unknown topic or partition, removing an unknown topic or ACL id, and

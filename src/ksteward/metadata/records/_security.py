@@ -1,8 +1,9 @@
 """Security and quota records (metadata apiKeys 10, 11, 14, 18, 19, 22, 26).
 
 Same conventions as ``_topics``. The ACL enums (resource type, pattern type, operation, permission)
-are the int8 codes of ``spec/authorizer.md`` §1; SCRAM mechanisms are 1 SCRAM-SHA-256 and
-2 SCRAM-SHA-512.
+are the int8 codes of Kafka's ``ResourceType``, ``PatternType``, ``AclOperation`` and
+``AclPermissionType`` (``ksteward.authorizer`` has them as enums); SCRAM mechanisms are
+1 SCRAM-SHA-256 and 2 SCRAM-SHA-512.
 """
 
 import uuid
