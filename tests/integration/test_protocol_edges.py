@@ -12,6 +12,8 @@ from harness import KstewardServer
 from kio.schema.errors import ErrorCode
 from rawkafka import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_SCRAM, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
 
+from ksteward.protocol.varint import write_uvarint
+
 MAX_FRAME = 1024
 
 # What the foundation serves on a broker listener (the brief's list); later APIs may be added.
@@ -162,22 +164,10 @@ def test_empty_or_negative_frame_size_closes_connection(small_frames_server: Kst
 # --- tagged fields -------------------------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _with_unknown_tag(encoded: bytes, tag: int, data: bytes) -> bytes:
     """Replace an empty tagged-field section (the final 0x00) with one unknown tag."""
     assert encoded.endswith(b"\x00"), "expected an empty tagged-field section at the end"
-    return encoded[:-1] + b"\x01" + _uvarint(tag) + _uvarint(len(data)) + data
+    return encoded[:-1] + b"\x01" + write_uvarint(tag) + write_uvarint(len(data)) + data
 
 
 @pytest.mark.parametrize("where", ["body", "header", "both"])

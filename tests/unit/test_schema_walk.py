@@ -17,17 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_writer
+from kio.serial.writers import write_unsigned_varint
 
 from ksteward.protocol.codec import decode_request, request_class
 from ksteward.protocol.errors import InvalidRequestError
-from ksteward.protocol.schema_walk import (
-    _State,
-    _walk,
-    check_message,
-    read_uvarint,
-    strip_unknown_tags,
-    write_uvarint,
-)
+from ksteward.protocol.schema_walk import _State, _walk, check_message, strip_unknown_tags
+from ksteward.protocol.varint import read_uvarint, write_uvarint
 from ksteward.server.api_table import broker_api_table, controller_api_table
 
 SERVED = sorted(
@@ -115,5 +110,10 @@ def test_unknown_tagged_fields_are_counted_and_stripped() -> None:
 def test_varints() -> None:
     for value in (0, 1, 127, 128, 300, 2**21, 2**32 - 1):
         assert read_uvarint(write_uvarint(value), 0) == (value, len(write_uvarint(value)))
+        written = io.BytesIO()
+        write_unsigned_varint(written, value)  # kio's writer stays the reference
+        assert write_uvarint(value) == written.getvalue()
     with pytest.raises(InvalidRequestError, match="truncated"):
         read_uvarint(b"\x80", 0)
+    with pytest.raises(InvalidRequestError, match="longer than five bytes"):
+        read_uvarint(b"\x80" * 5 + b"\x01", 0)
