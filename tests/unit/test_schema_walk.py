@@ -19,6 +19,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_writer
 from kio.serial.writers import write_unsigned_varint
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import decode_request, request_class
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.schema_walk import _State, _walk, check_message, strip_unknown_tags
@@ -96,7 +97,7 @@ def test_a_string_longer_than_kafka_allows_is_refused() -> None:
 
 def test_unknown_tagged_fields_are_counted_and_stripped() -> None:
     cls, header = _header(18, 3)
-    body = _encode(load_request_schema(18, 3)(client_software_name="x", client_software_version="1"))
+    body = _encode(load_request_schema(ApiKey.API_VERSIONS, 3)(client_software_name="x", client_software_version="1"))
     tagged = body[:-1] + b"\x02" + write_uvarint(77) + write_uvarint(3) + b"abc" + write_uvarint(90) + b"\x00"
     payload = header + tagged
     assert check_message(payload, 0, (cls.__header_schema__, cls)) == 2
