@@ -45,18 +45,38 @@ def _encode_request(api_key: int, version: int, body: object, correlation_id: in
     return out.getvalue()
 
 
+def _frames(decoder: FrameDecoder, max_bytes: int = 100) -> list[bytes]:
+    frames = []
+    while (payload := decoder.next_frame(max_bytes)) is not None:
+        frames.append(payload)
+    return frames
+
+
 def test_frame_decoder_splits_and_joins_frames() -> None:
-    dec = FrameDecoder(max_bytes=100)
+    dec = FrameDecoder()
     data = frame(b"abc") + frame(b"defg")
-    assert dec.feed(data[:5]) == []
-    assert dec.feed(data[5:]) == [b"abc", b"defg"]
+    dec.receive(data[:5])
+    assert _frames(dec) == []
+    dec.receive(data[5:])
+    assert _frames(dec) == [b"abc", b"defg"]
     assert dec.buffered == 0
 
 
 @pytest.mark.parametrize("size", [0, -1, 101])
 def test_frame_decoder_refuses_bad_sizes(size: int) -> None:
+    dec = FrameDecoder()
+    dec.receive(struct.pack(">i", size))
     with pytest.raises(FrameError):
-        FrameDecoder(max_bytes=100).feed(struct.pack(">i", size))
+        dec.next_frame(100)
+
+
+def test_frame_decoder_checks_each_frame_against_the_limit_given_for_it() -> None:
+    dec = FrameDecoder()
+    dec.receive(frame(b"a" * 50) + struct.pack(">i", 200))
+    assert dec.next_frame(100) == b"a" * 50
+    with pytest.raises(FrameError, match=r"larger than sasl\.server\.max\.receive\.size \(100\)"):
+        dec.next_frame(100, "sasl.server.max.receive.size")
+    assert dec.next_frame(1000) is None  # a larger limit lets the frame through; its body is not here yet
 
 
 def test_decodes_api_versions_at_every_version() -> None:

@@ -18,8 +18,8 @@ from ksteward.protocol.apis import ApiKey
 
 _COMMON = [
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, handle_api_versions),
-    ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),  # SaslHandshake: the connection's session handles it
-    ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, None),  # SaslAuthenticate: likewise
+    ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),  # answered by protocol.connection.ServerConnection
+    ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, None),  # likewise
     ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
