@@ -20,11 +20,10 @@ from typing import Any
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 
+from ksteward.protocol.apis import ApiKey
+
 _SIZE = struct.Struct(">i")
 CLIENT_ID = "ksteward-raw-test"
-
-API_VERSIONS, METADATA, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 3, 17, 36
-DESCRIBE_CLUSTER, DESCRIBE_SCRAM, ALTER_SCRAM = 60, 50, 51
 
 
 class ConnectionClosed(Exception):
@@ -143,7 +142,7 @@ def api_versions_v5_payload(correlation_id: int) -> bytes:
     Any future ApiVersions version keeps header v2 and at least v4's body, so this is what a newer
     client would send.
     """
-    payload = bytearray(encode_request(API_VERSIONS, 4, correlation_id, api_versions_body(4)))
+    payload = bytearray(encode_request(ApiKey.API_VERSIONS, 4, correlation_id, api_versions_body(4)))
     struct.pack_into(">h", payload, 2, 5)
     return bytes(payload)
 
@@ -253,17 +252,17 @@ class RawConnection:
         return response
 
     def api_versions(self, api_version: int = 3) -> Response:
-        return self.request(API_VERSIONS, api_version, api_versions_body(api_version))
+        return self.request(ApiKey.API_VERSIONS, api_version, api_versions_body(api_version))
 
     def sasl_plain(
         self, username: str, password: str, *, handshake_version: int = 1, authenticate_version: int = 2
     ) -> Response:
         """SaslHandshake(PLAIN) then SaslAuthenticate; returns the SaslAuthenticate response."""
-        handshake = self.request(SASL_HANDSHAKE, handshake_version, {"mechanism": "PLAIN"})
+        handshake = self.request(ApiKey.SASL_HANDSHAKE, handshake_version, {"mechanism": "PLAIN"})
         if int(handshake.body.error_code) != 0:
             raise AssertionError(f"SaslHandshake(PLAIN) failed: {handshake.body}")
         token = b"\0" + username.encode() + b"\0" + password.encode()
-        return self.request(SASL_AUTHENTICATE, authenticate_version, {"auth_bytes": token})
+        return self.request(ApiKey.SASL_AUTHENTICATE, authenticate_version, {"auth_bytes": token})
 
 
 def connect(address: tuple[str, int], timeout: float = 10.0) -> RawConnection:

@@ -11,8 +11,9 @@ from acl_clients import acl_client
 from clients import Auth
 from rawkafka import connect
 
+from ksteward.protocol.apis import ApiKey
+
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
-DESCRIBE_ACLS = 29
 GRANT = ("CLUSTER", "kafka-cluster", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")
 ANY_FILTER = {
     "resource_type_filter": 1,
@@ -28,7 +29,7 @@ ANY_FILTER = {
 def _alice_describes(address: tuple[str, int]) -> int:
     with connect(address) as conn:
         assert int(conn.sasl_plain("alice", "alice-secret").body.error_code) == 0
-        return int(conn.request(DESCRIBE_ACLS, 3, ANY_FILTER).body.error_code)
+        return int(conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY_FILTER).body.error_code)
 
 
 def _events(audit_dir: Path) -> list[dict[str, Any]]:

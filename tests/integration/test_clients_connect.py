@@ -19,6 +19,8 @@ from clients import CLIENTS, MECHANISMS, Auth, ClientRefused, ClusterView, clust
 from harness import HOST, KstewardServer
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.apis import ApiKey
+
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
 SCRAM_USER, SCRAM_PASSWORD = "scram-user", "scram-secret"
 ONLY_256_USER, ONLY_256_PASSWORD = "only-256", "only-256-secret"
@@ -211,7 +213,7 @@ def test_describe_never_reveals_salt_or_keys(sasl_server: KstewardServer, kp_adm
     with rawkafka.connect(sasl_server.address) as conn:
         auth = conn.sasl_plain("admin", "admin-secret")
         assert auth.body.error_code == ErrorCode.none
-        response = conn.request(rawkafka.DESCRIBE_SCRAM, 0, {"users": [{"name": "salty"}]})
+        response = conn.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "salty"}]})
     body = response.body
     assert body.error_code == ErrorCode.none
     assert [(r.user, r.error_code) for r in body.results] == [("salty", ErrorCode.none)]
@@ -339,7 +341,7 @@ def test_scram_error_codes_on_the_wire(sasl_server: KstewardServer, scram_users:
     with rawkafka.connect(sasl_server.address) as conn:
         assert conn.sasl_plain("admin", "admin-secret").body.error_code == ErrorCode.none
         alter = conn.request(
-            rawkafka.ALTER_SCRAM,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
             0,
             {
                 "deletions": [{"name": "nobody-here", "mechanism": 1}],
@@ -352,7 +354,9 @@ def test_scram_error_codes_on_the_wire(sasl_server: KstewardServer, scram_users:
             },
         ).body
         describe = conn.request(
-            rawkafka.DESCRIBE_SCRAM, 0, {"users": [{"name": SCRAM_USER}, {"name": SCRAM_USER}, {"name": "ghost"}]}
+            ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+            0,
+            {"users": [{"name": SCRAM_USER}, {"name": SCRAM_USER}, {"name": "ghost"}]},
         ).body
     codes = {r.user: r.error_code for r in alter.results}
     assert codes == {

@@ -24,10 +24,11 @@ import pytest
 from harness import HOST, KstewardServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rawkafka import METADATA, RawConnection, connect, metadata_body
+from rawkafka import RawConnection, connect, metadata_body
 from wirefuzz import Mutation, full_request, mutations
 
 from ksteward.broker.context import ApiTable
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import decode_request, request_class
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.schema_walk import check_message
@@ -168,7 +169,7 @@ class _WellBehavedClient:
     def check(self) -> None:
         try:
             ok = int(self.conn.api_versions().body.error_code) == 0
-            metadata = self.conn.request(METADATA, 13, metadata_body(13, []))
+            metadata = self.conn.request(ApiKey.METADATA, 13, metadata_body(13, []))
             ok = ok and int(metadata.body.error_code) == 0 and len(metadata.body.brokers) == 1
         except Exception:
             ok = False

@@ -16,6 +16,8 @@ from clients import Auth, cluster_views, kafka_python_admin
 from harness import HOST, REPO, KstewardServer, ServerFactory, read_meta_properties, server_env
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.apis import ApiKey
+
 CHECKPOINT = re.compile(r"^\d{20}-\d{10}\.checkpoint$")  # Kafka's snapshot file name
 
 
@@ -50,8 +52,8 @@ def checkpoints(data_dir: Path) -> list[Path]:
 
 def cluster_id_over_the_wire(server: KstewardServer) -> str:
     with rawkafka.connect(server.address) as conn:
-        metadata = conn.request(rawkafka.METADATA, 12, rawkafka.metadata_body(12, [])).body
-        described = conn.request(rawkafka.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}).body
+        metadata = conn.request(ApiKey.METADATA, 12, rawkafka.metadata_body(12, [])).body
+        described = conn.request(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}).body
     assert metadata.cluster_id == described.cluster_id
     return str(metadata.cluster_id)
 

@@ -21,9 +21,10 @@ from typing import Any
 
 import pytest
 from harness import KstewardServer
-from rawkafka import METADATA, RawConnection, Response, connect
+from rawkafka import RawConnection, Response, connect
 
-CREATE_TOPICS, CREATE_ACLS = 19, 30
+from ksteward.protocol.apis import ApiKey
+
 UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED, INVALID_REQUEST = 100, 29, 42
 HIDDEN, SHARED = "ledger-hidden-7f3a", "ledger-shared-2b9c"  # distinctive, to search raw frames for
 
@@ -40,14 +41,16 @@ def ids(sasl_server: KstewardServer) -> dict[str, uuid.UUID]:
     with login(sasl_server, "admin") as admin:
         topics = [{"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
                   for n in (HIDDEN, SHARED)]  # fmt: skip
-        created = admin.request(CREATE_TOPICS, 7, {"topics": topics, "timeout": datetime.timedelta(seconds=10),
+        created = admin.request(ApiKey.CREATE_TOPICS, 7, {"topics": topics, "timeout": datetime.timedelta(seconds=10),
                                                    "validate_only": False}).body.topics  # fmt: skip
         assert [(t.name, int(t.error_code)) for t in created] == [(HIDDEN, 0), (SHARED, 0)]
         grant = {"resource_type": 2, "resource_name": SHARED, "resource_pattern_type": 3, "principal": "User:alice",
                  "host": "*", "operation": 8, "permission_type": 3}  # TOPIC, LITERAL, DESCRIBE, ALLOW  # fmt: skip
-        (result,) = admin.request(CREATE_ACLS, 3, {"creations": [grant]}).body.results
+        (result,) = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [grant]}).body.results
         assert int(result.error_code) == 0
-        by_name = admin.request(METADATA, 12, body(12, [{"name": n, "topic_id": None} for n in (HIDDEN, SHARED)]))
+        by_name = admin.request(
+            ApiKey.METADATA, 12, body(12, [{"name": n, "topic_id": None} for n in (HIDDEN, SHARED)])
+        )
         found = {t.name: t.topic_id for t in by_name.body.topics}
     assert {t.name: t.topic_id for t in created} == found and None not in found.values()
     return found
@@ -86,7 +89,7 @@ def admin(sasl_server: KstewardServer) -> Iterator[RawConnection]:
 def test_an_id_the_caller_may_not_describe_names_no_topic(
     alice: RawConnection, ids: dict[str, uuid.UUID], version: int
 ) -> None:
-    response = alice.request(METADATA, version, body(version, by_id(ids[HIDDEN])))
+    response = alice.request(ApiKey.METADATA, version, body(version, by_id(ids[HIDDEN])))
     assert answered(response) == [(TOPIC_AUTHORIZATION_FAILED, None, ids[HIDDEN], 0)]
     assert HIDDEN.encode() not in response.raw
     if version >= 13:
@@ -97,14 +100,14 @@ def test_an_id_the_caller_may_not_describe_names_no_topic(
 def test_an_id_the_caller_may_describe_is_answered_with_its_name(
     alice: RawConnection, admin: RawConnection, ids: dict[str, uuid.UUID], version: int
 ) -> None:
-    response = alice.request(METADATA, version, body(version, by_id(ids[SHARED], ids[HIDDEN])))
+    response = alice.request(ApiKey.METADATA, version, body(version, by_id(ids[SHARED], ids[HIDDEN])))
     assert sorted(answered(response), key=lambda t: t[0]) == [
         (0, SHARED, ids[SHARED], 1),
         (TOPIC_AUTHORIZATION_FAILED, None, ids[HIDDEN], 0),
     ]
     assert HIDDEN.encode() not in response.raw
     # The super user may describe everything.
-    assert answered(admin.request(METADATA, version, body(version, by_id(ids[HIDDEN])))) == [
+    assert answered(admin.request(ApiKey.METADATA, version, body(version, by_id(ids[HIDDEN])))) == [
         (0, HIDDEN, ids[HIDDEN], 1)
     ]
 
@@ -117,7 +120,7 @@ def test_an_unknown_id_is_unknown_topic_id(
     ghost = uuid.UUID("5f0c6b1e-9d2a-4e7b-8c3f-1a2b3c4d5e6f")
     assert ghost not in ids.values()
     with login(sasl_server, user) as conn:
-        assert answered(conn.request(METADATA, version, body(version, by_id(ghost)))) == [
+        assert answered(conn.request(ApiKey.METADATA, version, body(version, by_id(ghost)))) == [
             (UNKNOWN_TOPIC_ID, None, ghost, 0)
         ]
 
@@ -126,7 +129,7 @@ def test_once_an_id_is_given_names_are_ignored_and_ids_answered_once(
     admin: RawConnection, ids: dict[str, uuid.UUID]
 ) -> None:
     topics = [{"name": SHARED, "topic_id": None}, *by_id(ids[HIDDEN], ids[HIDDEN])]
-    assert answered(admin.request(METADATA, 12, body(12, topics))) == [(0, HIDDEN, ids[HIDDEN], 1)]
+    assert answered(admin.request(ApiKey.METADATA, 12, body(12, topics))) == [(0, HIDDEN, ids[HIDDEN], 1)]
 
 
 @pytest.mark.parametrize("version", [10, 11])
@@ -135,14 +138,14 @@ def test_before_v12_ids_and_null_names_are_refused(
     sasl_server: KstewardServer, ids: dict[str, uuid.UUID], version: int, user: str
 ) -> None:
     with login(sasl_server, user) as conn:
-        response = conn.request(METADATA, version, body(version, by_id(ids[HIDDEN])))
+        response = conn.request(ApiKey.METADATA, version, body(version, by_id(ids[HIDDEN])))
         assert answered(response) == [(INVALID_REQUEST, "", ids[HIDDEN], 0)]
         assert list(response.body.brokers) == []
         assert HIDDEN.encode() not in response.raw
         # One refused entry refuses the whole request; each topic comes back as the caller sent it.
         topics = [{"name": SHARED, "topic_id": None}, {"name": SHARED, "topic_id": ids[HIDDEN]},
                   {"name": None, "topic_id": None}]  # fmt: skip
-        response = conn.request(METADATA, version, body(version, topics))
+        response = conn.request(ApiKey.METADATA, version, body(version, topics))
         assert answered(response) == [
             (INVALID_REQUEST, SHARED, None, 0),
             (INVALID_REQUEST, SHARED, ids[HIDDEN], 0),
@@ -150,5 +153,5 @@ def test_before_v12_ids_and_null_names_are_refused(
         ]
         assert HIDDEN.encode() not in response.raw
         # By name alone these versions are served as before.
-        by_name = conn.request(METADATA, version, body(version, [{"name": SHARED, "topic_id": None}]))
+        by_name = conn.request(ApiKey.METADATA, version, body(version, [{"name": SHARED, "topic_id": None}]))
         assert answered(by_name) == [(0, SHARED, ids[SHARED], 1)]

@@ -12,7 +12,9 @@ import struct
 
 import pytest
 from harness import HOST, KstewardServer, ServerFactory
-from rawkafka import SASL_AUTHENTICATE, SASL_HANDSHAKE, RawConnection, encode_request
+from rawkafka import RawConnection, encode_request
+
+from ksteward.protocol.apis import ApiKey
 
 SECRETS = ("alice-secret-D7", "wrong-password-D7", "hunter2-mechanism-D7", "body-secret-D7")
 
@@ -36,15 +38,15 @@ def test_request_bytes_never_reach_the_log(server: KstewardServer) -> None:
         assert conn.read_until_closed() is not None
     # A failed login, then a mechanism name that carries a password.
     with RawConnection(HOST, server.port) as conn:
-        assert int(conn.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).body.error_code) == 0
+        assert int(conn.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).body.error_code) == 0
         token = b"\x00alice\x00wrong-password-D7"
-        assert int(conn.request(SASL_AUTHENTICATE, 2, {"auth_bytes": token}).body.error_code) != 0
+        assert int(conn.request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}).body.error_code) != 0
     with RawConnection(HOST, server.port) as conn:
-        assert int(conn.request(SASL_HANDSHAKE, 1, {"mechanism": "hunter2-mechanism-D7"}).body.error_code) != 0
+        assert int(conn.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "hunter2-mechanism-D7"}).body.error_code) != 0
     # On the PLAINTEXT controller listener (no login): a CreateAcls v3 header, then a body that fails
     # to decode and holds a secret.
     with RawConnection(HOST, server.controller_port) as conn:
-        header = encode_request(30, 3, 9, {"creations": []})[:-2]  # the header, without the body
+        header = encode_request(ApiKey.CREATE_ACLS, 3, 9, {"creations": []})[:-2]  # the header, without the body
         body = b"\x02" + b"\x01" + struct.pack(">B", 16) + b"body-secret-D7\x00" + b"\xff" * 8
         conn.send_frame(header + body)
         assert conn.read_until_closed() is not None

@@ -23,7 +23,9 @@ from collections.abc import Iterator
 
 import pytest
 from harness import HOST, KstewardServer, ServerFactory
-from rawkafka import API_VERSIONS, METADATA, SASL_HANDSHAKE, RawConnection, encode_request, metadata_body
+from rawkafka import RawConnection, encode_request, metadata_body
+
+from ksteward.protocol.apis import ApiKey
 
 IDLE_MS = 2000
 SASL_MAX_RECEIVE = 524_288  # Kafka's default sasl.server.max.receive.size
@@ -78,7 +80,7 @@ class _WellBehavedClient(threading.Thread):
         while not self.stopped.is_set():
             try:
                 ok = int(self.conn.api_versions().body.error_code) == 0
-                ok = ok and int(self.conn.request(METADATA, 13, metadata_body(13, [])).body.error_code) == 0
+                ok = ok and int(self.conn.request(ApiKey.METADATA, 13, metadata_body(13, [])).body.error_code) == 0
             except Exception:
                 ok = False
             self.errors += not ok
@@ -113,7 +115,7 @@ def test_a_frame_over_the_pre_login_limit_is_refused_from_its_size(
     names = [f"t{i:07d}-{'x' * 22}" for i in range(20_000)]
     with RawConnection(HOST, server.port) as conn:
         assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
-        payload = encode_request(METADATA, 9, 99, metadata_body(9, names))
+        payload = encode_request(ApiKey.METADATA, 9, 99, metadata_body(9, names))
         assert len(payload) > SASL_MAX_RECEIVE
         conn.send_frame(payload)
         assert len(conn.read_frame()) > 0
@@ -123,7 +125,7 @@ def test_a_frame_over_the_pre_login_limit_is_refused_from_its_size(
 def test_requests_before_login_are_refused_from_the_header(server: KstewardServer, client: _WellBehavedClient) -> None:
     # A Metadata request with a 400 KiB body of garbage: decoding it would fail with a decode error;
     # the header alone refuses it.
-    header = struct.pack(">hhih", METADATA, 12, 1, 4) + b"evil" + b"\x00"
+    header = struct.pack(">hhih", ApiKey.METADATA, 12, 1, 4) + b"evil" + b"\x00"
     sock = _raw_socket(server)
     body = header + b"\xff" * 400_000
     sock.sendall(struct.pack(">i", len(body)) + body)
@@ -131,9 +133,9 @@ def test_requests_before_login_are_refused_from_the_header(server: KstewardServe
     assert server.wait_for_log(r"Unexpected Kafka request of type Metadata during SASL handshake\.")
     # After SaslHandshake only SaslAuthenticate may follow.
     with RawConnection(HOST, server.port) as conn:
-        assert int(conn.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).body.error_code) == 0
+        assert int(conn.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}).body.error_code) == 0
         conn.send_frame(
-            encode_request(API_VERSIONS, 3, 5, {"client_software_name": "x", "client_software_version": "1"})
+            encode_request(ApiKey.API_VERSIONS, 3, 5, {"client_software_name": "x", "client_software_version": "1"})
         )
         assert conn.read_until_closed() is not None
     assert server.wait_for_log(r"Unexpected Kafka request of type ApiVersions during SASL authentication\.")

@@ -10,13 +10,22 @@ import pytest
 import rawkafka
 from harness import KstewardServer
 from kio.schema.errors import ErrorCode
-from rawkafka import API_VERSIONS, DESCRIBE_CLUSTER, DESCRIBE_SCRAM, METADATA, SASL_AUTHENTICATE, SASL_HANDSHAKE
+
+from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.varint import write_uvarint
 
 MAX_FRAME = 1024
 
-# What the foundation serves on a broker listener (the brief's list); later APIs may be added.
-SERVED = {18: (0, 4), 3: (0, 13), 60: (0, 2), 17: (0, 1), 36: (0, 2), 50: (0, 0), 51: (0, 0)}
-GET_TELEMETRY_SUBSCRIPTIONS = 71  # librdkafka starts telemetry if this is advertised
+# APIs every broker listener has served from the start, at these versions; the table may grow.
+SERVED = {
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +56,7 @@ def assert_served_table(body: Any) -> None:
     table = advertised(body)
     for key, versions in SERVED.items():
         assert table.get(key) == versions, f"api key {key}: advertised {table.get(key)}, expected {versions}"
-    assert GET_TELEMETRY_SUBSCRIPTIONS not in table
+    assert ApiKey.GET_TELEMETRY_SUBSCRIPTIONS not in table  # librdkafka starts telemetry if this is advertised
 
 
 # --- ApiVersions ---------------------------------------------------------------------------------
@@ -71,7 +80,7 @@ def test_api_versions_too_new_gets_kip511_answer(
     server = small_frames_server if listener == "plaintext" else sasl_server
     with rawkafka.connect(server.address) as conn:
         conn.send_frame(rawkafka.api_versions_v5_payload(correlation_id=4242))
-        response = rawkafka.decode_response(API_VERSIONS, 0, conn.read_frame())  # v0 format, header v0
+        response = rawkafka.decode_response(ApiKey.API_VERSIONS, 0, conn.read_frame())  # v0 format, header v0
         assert response.correlation_id == 4242
         assert response.body.error_code == ErrorCode.unsupported_version
         assert_served_table(response.body)
@@ -82,7 +91,7 @@ def test_api_versions_too_new_gets_kip511_answer(
 def test_api_versions_v3_with_bad_software_name_is_invalid_request(small_frames_server: KstewardServer) -> None:
     with rawkafka.connect(small_frames_server.address) as conn:
         response = conn.request(
-            API_VERSIONS, 3, {"client_software_name": "-bad name-", "client_software_version": "1.0"}
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "-bad name-", "client_software_version": "1.0"}
         )
     assert response.body.error_code == ErrorCode.invalid_request
 
@@ -99,10 +108,10 @@ def _raw_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
     "payload",
     [
         pytest.param(_raw_header(1000, 0, 7), id="unknown-api-key"),
-        pytest.param(_raw_header(METADATA, 99, 7) + b"\x00" * 8, id="metadata-v99"),
-        pytest.param(_raw_header(API_VERSIONS, -1, 7), id="api-versions-v-1"),
+        pytest.param(_raw_header(ApiKey.METADATA, 99, 7) + b"\x00" * 8, id="metadata-v99"),
+        pytest.param(_raw_header(ApiKey.API_VERSIONS, -1, 7), id="api-versions-v-1"),
         pytest.param(b"\x00\x12", id="too-short-for-a-header"),
-        pytest.param(_raw_header(METADATA, 1, 7) + b"\x00\x00", id="truncated-body"),
+        pytest.param(_raw_header(ApiKey.METADATA, 1, 7) + b"\x00\x00", id="truncated-body"),
     ],
 )
 def test_bad_request_closes_only_that_connection(small_frames_server: KstewardServer, payload: bytes) -> None:
@@ -122,7 +131,7 @@ def _api_versions_of_size(size: int) -> bytes:
     """A valid ApiVersions v3 request whose frame payload is exactly ``size`` bytes."""
     for n in range(1, size):
         body = {"client_software_name": "a" * n, "client_software_version": "1.0"}
-        payload = rawkafka.encode_request(API_VERSIONS, 3, 99, body)
+        payload = rawkafka.encode_request(ApiKey.API_VERSIONS, 3, 99, body)
         if len(payload) == size:
             return payload
     raise AssertionError(f"cannot build an ApiVersions request of {size} bytes")
@@ -132,7 +141,7 @@ def test_frame_of_exactly_max_bytes_is_served(small_frames_server: KstewardServe
     payload = _api_versions_of_size(MAX_FRAME)
     with rawkafka.connect(small_frames_server.address) as conn:
         conn.send_frame(payload)
-        response = rawkafka.decode_response(API_VERSIONS, 3, conn.read_frame())
+        response = rawkafka.decode_response(ApiKey.API_VERSIONS, 3, conn.read_frame())
     assert response.correlation_id == 99
     assert response.body.error_code == ErrorCode.none
 
@@ -162,34 +171,22 @@ def test_empty_or_negative_frame_size_closes_connection(small_frames_server: Kst
 # --- tagged fields -------------------------------------------------------------------------------
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _with_unknown_tag(encoded: bytes, tag: int, data: bytes) -> bytes:
     """Replace an empty tagged-field section (the final 0x00) with one unknown tag."""
     assert encoded.endswith(b"\x00"), "expected an empty tagged-field section at the end"
-    return encoded[:-1] + b"\x01" + _uvarint(tag) + _uvarint(len(data)) + data
+    return encoded[:-1] + b"\x01" + write_uvarint(tag) + write_uvarint(len(data)) + data
 
 
 @pytest.mark.parametrize("where", ["body", "header", "both"])
 def test_unknown_tagged_fields_are_skipped(small_frames_server: KstewardServer, where: str) -> None:
-    header, body = rawkafka.encode_request_parts(API_VERSIONS, 3, 77, rawkafka.api_versions_body(3))
+    header, body = rawkafka.encode_request_parts(ApiKey.API_VERSIONS, 3, 77, rawkafka.api_versions_body(3))
     if where in ("body", "both"):
         body = _with_unknown_tag(body, 7, b"abc")
     if where in ("header", "both"):
         header = _with_unknown_tag(header, 10_000, b"\x01\x02\x03\x04\x05")
     with rawkafka.connect(small_frames_server.address) as conn:
         conn.send_frame(header + body)
-        response = rawkafka.decode_response(API_VERSIONS, 3, conn.read_frame())
+        response = rawkafka.decode_response(ApiKey.API_VERSIONS, 3, conn.read_frame())
         assert response.correlation_id == 77
         assert response.body.error_code == ErrorCode.none
         assert_served_table(response.body)
@@ -198,10 +195,10 @@ def test_unknown_tagged_fields_are_skipped(small_frames_server: KstewardServer, 
 
 
 def test_unknown_tagged_field_in_metadata_request(small_frames_server: KstewardServer) -> None:
-    header, body = rawkafka.encode_request_parts(METADATA, 12, 78, rawkafka.metadata_body(12, []))
+    header, body = rawkafka.encode_request_parts(ApiKey.METADATA, 12, 78, rawkafka.metadata_body(12, []))
     with rawkafka.connect(small_frames_server.address) as conn:
         conn.send_frame(header + _with_unknown_tag(body, 42, b"future"))
-        response = rawkafka.decode_response(METADATA, 12, conn.read_frame())
+        response = rawkafka.decode_response(ApiKey.METADATA, 12, conn.read_frame())
     assert response.correlation_id == 78
     assert response.body.cluster_id == small_frames_server.cluster_id
 
@@ -212,14 +209,14 @@ def test_unknown_tagged_field_in_metadata_request(small_frames_server: KstewardS
 def _request_mix(i: int) -> tuple[int, int, dict[str, Any]]:
     kind = i % 5
     if kind == 0:
-        return API_VERSIONS, i % 5, rawkafka.api_versions_body(i % 5)
+        return ApiKey.API_VERSIONS, i % 5, rawkafka.api_versions_body(i % 5)
     if kind == 1:
-        return METADATA, 1, rawkafka.metadata_body(1)
+        return ApiKey.METADATA, 1, rawkafka.metadata_body(1)
     if kind == 2:
-        return METADATA, 12, rawkafka.metadata_body(12, [])
+        return ApiKey.METADATA, 12, rawkafka.metadata_body(12, [])
     if kind == 3:
-        return DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False}
-    return API_VERSIONS, 3, rawkafka.api_versions_body(3)
+        return ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False}
+    return ApiKey.API_VERSIONS, 3, rawkafka.api_versions_body(3)
 
 
 def test_pipelined_requests_are_answered_in_order(small_frames_server: KstewardServer) -> None:
@@ -247,11 +244,11 @@ def test_concurrent_connections_are_all_served(small_frames_server: KstewardServ
         ids = []
         for i, conn in enumerate(conns):
             ids.append(
-                conn.send_request(API_VERSIONS, i % 5, rawkafka.api_versions_body(i % 5), correlation_id=500 + i)
+                conn.send_request(ApiKey.API_VERSIONS, i % 5, rawkafka.api_versions_body(i % 5), correlation_id=500 + i)
             )
         # Read the last connection first: every connection is served while the others stay open.
         for i in reversed(range(len(conns))):
-            response = rawkafka.decode_response(API_VERSIONS, i % 5, conns[i].read_frame())
+            response = rawkafka.decode_response(ApiKey.API_VERSIONS, i % 5, conns[i].read_frame())
             assert response.correlation_id == ids[i]
             assert response.body.error_code == ErrorCode.none
     finally:
@@ -263,10 +260,10 @@ def test_concurrent_connections_are_all_served(small_frames_server: KstewardServ
 
 
 PRE_AUTH_REQUESTS = [
-    pytest.param(METADATA, 12, rawkafka.metadata_body(12, []), id="metadata-v12"),
-    pytest.param(METADATA, 1, rawkafka.metadata_body(1), id="metadata-v1"),
-    pytest.param(DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, id="describe-cluster"),
-    pytest.param(DESCRIBE_SCRAM, 0, {"users": None}, id="describe-scram"),
+    pytest.param(ApiKey.METADATA, 12, rawkafka.metadata_body(12, []), id="metadata-v12"),
+    pytest.param(ApiKey.METADATA, 1, rawkafka.metadata_body(1), id="metadata-v1"),
+    pytest.param(ApiKey.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": False}, id="describe-cluster"),
+    pytest.param(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None}, id="describe-scram"),
 ]
 
 
@@ -285,16 +282,16 @@ def test_request_before_sasl_authentication_closes_connection(
 
 def test_request_between_handshake_and_authenticate_closes_connection(sasl_server: KstewardServer) -> None:
     with rawkafka.connect(sasl_server.address) as conn:
-        handshake = conn.request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        handshake = conn.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
         assert handshake.body.error_code == ErrorCode.none
-        conn.send_request(METADATA, 1, rawkafka.metadata_body(1))
+        conn.send_request(ApiKey.METADATA, 1, rawkafka.metadata_body(1))
         assert conn.read_until_closed() == b""
     assert_serving(sasl_server)
 
 
 def test_unsupported_sasl_mechanism_lists_the_enabled_ones(sasl_server: KstewardServer) -> None:
     with rawkafka.connect(sasl_server.address) as conn:
-        response = conn.request(SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
+        response = conn.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "GSSAPI"})
         assert response.body.error_code == ErrorCode.unsupported_sasl_mechanism
         assert sorted(response.body.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
         assert conn.read_until_closed() == b"", "Kafka closes the connection after an unsupported mechanism"
@@ -312,8 +309,8 @@ def test_failed_authentication_is_answered_then_closed(sasl_server: KstewardServ
 def test_authenticated_connection_is_served(sasl_server: KstewardServer) -> None:
     with rawkafka.connect(sasl_server.address) as conn:
         assert conn.sasl_plain("alice", "alice-secret").body.error_code == ErrorCode.none
-        metadata = conn.request(METADATA, 12, rawkafka.metadata_body(12)).body
-        described = conn.request(DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False}).body
+        metadata = conn.request(ApiKey.METADATA, 12, rawkafka.metadata_body(12)).body
+        described = conn.request(ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False}).body
     node = sasl_server.node_id
     assert metadata.cluster_id == described.cluster_id == sasl_server.cluster_id
     assert int(metadata.controller_id) == int(described.controller_id) == node
@@ -326,12 +323,12 @@ def test_authenticated_connection_is_served(sasl_server: KstewardServer) -> None
 
 def test_sasl_authenticate_before_handshake_is_illegal_state(sasl_server: KstewardServer) -> None:
     with rawkafka.connect(sasl_server.address) as conn:
-        conn.send_request(SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0admin\0admin-secret"})
+        conn.send_request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": b"\0admin\0admin-secret"})
         received = conn.read_until_closed()
     assert received is not None, "the connection must be closed"
     # Kafka closes it without an answer; answering ILLEGAL_SASL_STATE first is also acceptable.
     if received:
         payload = received[4:]
-        response = rawkafka.decode_response(SASL_AUTHENTICATE, 2, payload)
+        response = rawkafka.decode_response(ApiKey.SASL_AUTHENTICATE, 2, payload)
         assert response.body.error_code == ErrorCode.illegal_sasl_state
     assert_serving(sasl_server)

@@ -29,6 +29,8 @@ from kio.serial._introspect import (
     is_optional,
 )
 
+from ksteward.protocol.varint import write_uvarint
+
 _FIXED = {
     "bool": 1,
     "int8": 1,
@@ -43,15 +45,6 @@ _FIXED = {
     "float64": 8,
     "uuid": 16,
 }
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @dataclass(frozen=True)
@@ -70,7 +63,7 @@ class _Writer:
         self.sites: list[Site] = []
 
     def length(self, value: int, encoding: str, path: str) -> None:
-        data = {"uvarint": uvarint(value + 1), "i16": struct.pack(">h", value), "i32": struct.pack(">i", value)}[
+        data = {"uvarint": write_uvarint(value + 1), "i16": struct.pack(">h", value), "i32": struct.pack(">i", value)}[
             encoding
         ]
         self.sites.append(Site(len(self.out), len(data), encoding, path))
@@ -135,11 +128,11 @@ def _replacements(site: Site, remaining: int) -> Iterator[tuple[str, bytes, bool
     if site.encoding in ("uvarint", "tags"):
         bias = 1 if site.encoding == "uvarint" else 0
         for count in (2**32 - 2, 2**31 - 1, 2**28, remaining + 1):
-            yield f"count {count}", uvarint(count + bias), True
+            yield f"count {count}", write_uvarint(count + bias), True
         yield "6-byte varint", b"\xff\xff\xff\xff\xff\x0f", True
         if site.encoding == "tags":
-            yield "tag past the end", b"\x01" + uvarint(3) + uvarint(2**31 - 1), True
-            yield "tag just past the end", b"\x01" + uvarint(3) + uvarint(remaining + 1), True
+            yield "tag past the end", b"\x01" + write_uvarint(3) + write_uvarint(2**31 - 1), True
+            yield "tag just past the end", b"\x01" + write_uvarint(3) + write_uvarint(remaining + 1), True
     elif site.encoding == "i32":
         for count in (2**31 - 1, 2**30, remaining + 1):
             yield f"count {count}", struct.pack(">i", count), True

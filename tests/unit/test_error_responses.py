@@ -11,6 +11,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import encode_response, request_class, response_class
 from ksteward.protocol.error_responses import error_values
@@ -19,28 +20,83 @@ from ksteward.server.api_table import broker_api_table
 TOPIC = {"name": "orders", "topic_id": uuid.UUID(int=7), "num_partitions": 1, "replication_factor": 1,
          "assignments": [], "configs": [], "count": 2}  # fmt: skip
 REQUESTS: dict[int, dict[str, Any]] = {
-    3: {"topics": [TOPIC], "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
-        "include_topic_authorized_operations": False},
-    18: {"client_software_name": "x", "client_software_version": "1"},
-    19: {"topics": [TOPIC, {**TOPIC, "name": "b"}], "timeout": timedelta(seconds=1), "validate_only": False},
-    20: {"topics": [TOPIC], "topic_names": ["orders"], "timeout": timedelta(seconds=1)},
-    29: {"resource_type_filter": 2, "resource_name_filter": None, "pattern_type_filter": 3, "principal_filter": None,
-         "host_filter": None, "operation": 1, "permission_type": 1},
-    30: {"creations": [{"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3, "principal": "User:a",
-                        "host": "*", "operation": 3, "permission_type": 3}] * 2},
-    31: {"filters": [{"resource_type_filter": 2, "resource_name_filter": None, "pattern_type_filter": 1,
-                      "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}] * 3},
-    32: {"resources": [{"resource_type": 2, "resource_name": "orders", "configuration_keys": None}],
-         "include_synonyms": False, "include_documentation": False},
-    33: {"resources": [{"resource_type": 2, "resource_name": "orders", "configs": []}], "validate_only": False},
-    37: {"topics": [TOPIC], "timeout": timedelta(seconds=1), "validate_only": False},
-    44: {"resources": [{"resource_type": 4, "resource_name": "", "configs": []}], "validate_only": False},
-    48: {"components": [], "strict": False},
-    49: {"entries": [{"entity": [{"entity_type": "user", "entity_name": None}], "ops": []}], "validate_only": False},
-    50: {"users": None},
-    51: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
-    60: {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False},
-}  # fmt: skip
+    ApiKey.METADATA: {
+        "topics": [TOPIC],
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+    },
+    ApiKey.API_VERSIONS: {"client_software_name": "x", "client_software_version": "1"},
+    ApiKey.CREATE_TOPICS: {
+        "topics": [TOPIC, {**TOPIC, "name": "b"}],
+        "timeout": timedelta(seconds=1),
+        "validate_only": False,
+    },
+    ApiKey.DELETE_TOPICS: {"topics": [TOPIC], "topic_names": ["orders"], "timeout": timedelta(seconds=1)},
+    ApiKey.DESCRIBE_ACLS: {
+        "resource_type_filter": 2,
+        "resource_name_filter": None,
+        "pattern_type_filter": 3,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    },
+    ApiKey.CREATE_ACLS: {
+        "creations": [
+            {
+                "resource_type": 2,
+                "resource_name": "t",
+                "resource_pattern_type": 3,
+                "principal": "User:a",
+                "host": "*",
+                "operation": 3,
+                "permission_type": 3,
+            }
+        ]
+        * 2
+    },
+    ApiKey.DELETE_ACLS: {
+        "filters": [
+            {
+                "resource_type_filter": 2,
+                "resource_name_filter": None,
+                "pattern_type_filter": 1,
+                "principal_filter": None,
+                "host_filter": None,
+                "operation": 1,
+                "permission_type": 1,
+            }
+        ]
+        * 3
+    },
+    ApiKey.DESCRIBE_CONFIGS: {
+        "resources": [{"resource_type": 2, "resource_name": "orders", "configuration_keys": None}],
+        "include_synonyms": False,
+        "include_documentation": False,
+    },
+    ApiKey.ALTER_CONFIGS: {
+        "resources": [{"resource_type": 2, "resource_name": "orders", "configs": []}],
+        "validate_only": False,
+    },
+    ApiKey.CREATE_PARTITIONS: {"topics": [TOPIC], "timeout": timedelta(seconds=1), "validate_only": False},
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: {
+        "resources": [{"resource_type": 4, "resource_name": "", "configs": []}],
+        "validate_only": False,
+    },
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: {"components": [], "strict": False},
+    ApiKey.ALTER_CLIENT_QUOTAS: {
+        "entries": [{"entity": [{"entity_type": "user", "entity_name": None}], "ops": []}],
+        "validate_only": False,
+    },
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": None},
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
+    ApiKey.DESCRIBE_CLUSTER: {
+        "include_cluster_authorized_operations": False,
+        "endpoint_type": 1,
+        "include_fenced_brokers": False,
+    },
+}
 
 
 def served() -> list[tuple[int, int]]:

@@ -44,6 +44,7 @@ from ksteward.metadata.records.control import (
     encode_control_record,
 )
 from ksteward.metadata.records.kafka_json import camel_case, kafka_uuid, parse_kafka_uuid, record_json
+from ksteward.protocol.varint import write_uvarint
 
 # (apiKey, versions) of every metadata record in Kafka 4.2's metadata/src/main/resources/common/metadata,
 # plus UnregisterControllerRecord (29, KIP-1312).
@@ -210,19 +211,10 @@ def test_truncated_and_trailing_bytes_are_corrupt() -> None:
 
 @pytest.mark.parametrize(("api_key", "version"), [(6, 0), (3, 3), (0, 4), (17, 3), (200, 0)])
 def test_unknown_type_carries_api_key_and_version(api_key: int, version: int) -> None:
-    value = bytes([1]) + _uvarint(api_key) + bytes([version]) + b"\x00"
+    value = bytes([1]) + write_uvarint(api_key) + bytes([version]) + b"\x00"
     with pytest.raises(UnknownRecordTypeError) as info:
         decode_record(value)
     assert (info.value.api_key, info.value.version) == (api_key, version)
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def test_encode_rejects_non_records() -> None:

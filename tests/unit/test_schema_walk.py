@@ -17,17 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_writer
+from kio.serial.writers import write_unsigned_varint
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import decode_request, request_class
 from ksteward.protocol.errors import InvalidRequestError
-from ksteward.protocol.schema_walk import (
-    _State,
-    _walk,
-    check_message,
-    read_uvarint,
-    strip_unknown_tags,
-    write_uvarint,
-)
+from ksteward.protocol.schema_walk import _State, _walk, check_message, strip_unknown_tags
+from ksteward.protocol.varint import read_uvarint, write_uvarint
 from ksteward.server.api_table import broker_api_table, controller_api_table
 
 SERVED = sorted(
@@ -101,7 +97,7 @@ def test_a_string_longer_than_kafka_allows_is_refused() -> None:
 
 def test_unknown_tagged_fields_are_counted_and_stripped() -> None:
     cls, header = _header(18, 3)
-    body = _encode(load_request_schema(18, 3)(client_software_name="x", client_software_version="1"))
+    body = _encode(load_request_schema(ApiKey.API_VERSIONS, 3)(client_software_name="x", client_software_version="1"))
     tagged = body[:-1] + b"\x02" + write_uvarint(77) + write_uvarint(3) + b"abc" + write_uvarint(90) + b"\x00"
     payload = header + tagged
     assert check_message(payload, 0, (cls.__header_schema__, cls)) == 2
@@ -115,5 +111,10 @@ def test_unknown_tagged_fields_are_counted_and_stripped() -> None:
 def test_varints() -> None:
     for value in (0, 1, 127, 128, 300, 2**21, 2**32 - 1):
         assert read_uvarint(write_uvarint(value), 0) == (value, len(write_uvarint(value)))
+        written = io.BytesIO()
+        write_unsigned_varint(written, value)  # kio's writer stays the reference
+        assert write_uvarint(value) == written.getvalue()
     with pytest.raises(InvalidRequestError, match="truncated"):
         read_uvarint(b"\x80", 0)
+    with pytest.raises(InvalidRequestError, match="longer than five bytes"):
+        read_uvarint(b"\x80" * 5 + b"\x01", 0)

@@ -15,19 +15,19 @@ from kio.schema.errors import ErrorCode
 from ksteward.broker.authz import CLUSTER_NAME, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.acls import MalformedAclRequest, filter_of
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import PreEncoded, response_class
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.fast_describe_acls import AclEntry, encode_describe_acls_response
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 # Kafka answers with its ClusterAuthorizationException text; clients such as librdkafka drop a
 # top-level DescribeAcls error whose message is null.
 _NOT_AUTHORIZED = "Cluster authorization failed."
 
 
 async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(DESCRIBE_ACLS, ctx.api_version)
+    cls = response_class(ApiKey.DESCRIBE_ACLS, ctx.api_version)
     if any(
         int(code) == 0
         for code in (
@@ -65,7 +65,7 @@ async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) ->
 
 
 async def handle_create_acls(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(CREATE_ACLS, ctx.api_version)
+    cls = response_class(ApiKey.CREATE_ACLS, ctx.api_version)
     creations = request.creations
     if node.authorizer is None:
         error = {"error_code": ErrorCode.security_disabled, "error_message": "No Authorizer is configured."}
@@ -81,7 +81,7 @@ async def handle_create_acls(node: Node, ctx: RequestContext, request: Any) -> A
 
 
 async def handle_delete_acls(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(DELETE_ACLS, ctx.api_version)
+    cls = response_class(ApiKey.DELETE_ACLS, ctx.api_version)
     filters = request.filters
     if node.authorizer is None:
         error = {

@@ -1,4 +1,4 @@
-"""ApiVersions (key 18): answered before authentication, on every listener.
+"""ApiVersions: answered before authentication, on every listener.
 
 A request above the served versions gets KIP-511's answer: an ApiVersionsResponse in v0 format
 with UNSUPPORTED_VERSION and the supported list, so the client can retry at a version we serve.
@@ -13,8 +13,9 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.broker.context import ApiTable, Node, RequestContext
 from ksteward.controller.features import SUPPORTED_FEATURES
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import API_VERSIONS_KEY, response_class
+from ksteward.protocol.codec import response_class
 
 # Kafka's ApiVersionsRequest.isValid: client software name and version from v3 on.
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -39,11 +40,13 @@ def api_versions_values(table: ApiTable, node: Node, error: ErrorCode = ErrorCod
 
 def unsupported_version_response(table: ApiTable, node: Node) -> Any:
     """KIP-511: v0 format, UNSUPPORTED_VERSION, plus what we do serve."""
-    return build(response_class(API_VERSIONS_KEY, 0), api_versions_values(table, node, ErrorCode.unsupported_version))
+    return build(
+        response_class(ApiKey.API_VERSIONS, 0), api_versions_values(table, node, ErrorCode.unsupported_version)
+    )
 
 
 async def handle_api_versions(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(API_VERSIONS_KEY, ctx.api_version)
+    cls = response_class(ApiKey.API_VERSIONS, ctx.api_version)
     error = ErrorCode.none
     if ctx.api_version >= 3 and not (
         _SOFTWARE.match(request.client_software_name or "") and _SOFTWARE.match(request.client_software_version or "")

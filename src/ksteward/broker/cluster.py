@@ -15,12 +15,11 @@ from ksteward.authorizer.enums import AclOperation, ResourceType
 from ksteward.broker.authz import CLUSTER_NAME, authorize, authorized_operations
 from ksteward.broker.context import Node, RequestContext
 from ksteward.metadata.image import MetadataImage
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.protocol.error_responses import error_values
 
-METADATA_KEY = 3
-DESCRIBE_CLUSTER_KEY = 60
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # Integer.MIN_VALUE: "not requested"
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
@@ -102,7 +101,7 @@ def _requested_topic_ids(requested: Any) -> list[uuid.UUID]:
 def _invalid_request(request: Any) -> dict[str, Any]:
     """Kafka's ``MetadataRequest.getErrorResponse`` for INVALID_REQUEST: every topic as the request named it,
     a null name written as "" (the response's name is not nullable before v12), the id echoed, no brokers."""
-    values = error_values(METADATA_KEY, request, ErrorCode.invalid_request)
+    values = error_values(ApiKey.METADATA, request, ErrorCode.invalid_request)
     assert values is not None
     for topic in values["topics"]:
         if topic["name"] is None:
@@ -153,7 +152,7 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
         # v10 and v11 carry the fields but Kafka serves neither: KafkaApis.handleTopicMetadataRequest throws
         # InvalidRequestException ("Topic name can not be null" / "Topic IDs are not supported in requests
         # for version"), which is answered with MetadataRequest.getErrorResponse, naming no topic itself.
-        return build(response_class(METADATA_KEY, version), _invalid_request(request))
+        return build(response_class(ApiKey.METADATA, version), _invalid_request(request))
     elif topic_ids := _requested_topic_ids(requested):
         # As Kafka's useTopicId: once any id is given, the request is answered by id alone (names ignored).
         topics = _topics_by_id(node, ctx, image, topic_ids, include_ops)
@@ -179,11 +178,11 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
             node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
         ),
     }
-    return build(response_class(METADATA_KEY, version), values)
+    return build(response_class(ApiKey.METADATA, version), values)
 
 
 async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(DESCRIBE_CLUSTER_KEY, ctx.api_version)
+    cls = response_class(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
     endpoint_type = getattr(request, "endpoint_type", 1)
     values: dict[str, Any] = {
         "error_code": ErrorCode.none,

@@ -35,11 +35,10 @@ from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
 from ksteward.configs.sensitive import is_sensitive
 from ksteward.controller.configs import ConfigAlteration
 from ksteward.controller.topic_names import validation_error
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import PreEncoded, response_class
 from ksteward.protocol.fast_describe_configs import ResourceResult, encode_describe_configs_response
-
-ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 
 T, B, BL = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER
 _UNSUPPORTED: Final = (ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS)
@@ -196,7 +195,7 @@ def _broker_preprocess(
 
 
 async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: bool) -> Any:
-    api_key = INCREMENTAL_ALTER_CONFIGS if incremental else ALTER_CONFIGS
+    api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS if incremental else ApiKey.ALTER_CONFIGS
     validate_only = bool(request.validate_only)
     resources = list(request.resources)
     seen = Counter((r.resource_type, r.resource_name) for r in resources)

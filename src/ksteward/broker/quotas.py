@@ -24,10 +24,10 @@ from ksteward.broker.authz import CLUSTER_NAME, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.quotas import CLIENT_ID, IP, USER, QuotaAlteration
 from ksteward.metadata.image import QuotaEntity
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
-DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # The clients show the code's default text when the whole request fails, as Kafka's getErrorResponse sends it.
 _CLUSTER_DENIED = "Cluster authorization failed."
@@ -106,7 +106,7 @@ def matching_quotas(
 
 
 async def handle_describe_client_quotas(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
+    cls = response_class(ApiKey.DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
     if not authorize(node, ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
         denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _CLUSTER_DENIED}
         return build(cls, {**denied, "entries": None})
@@ -126,7 +126,7 @@ async def handle_describe_client_quotas(node: Node, ctx: RequestContext, request
 
 
 async def handle_alter_client_quotas(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(ALTER_CLIENT_QUOTAS, ctx.api_version)
+    cls = response_class(ApiKey.ALTER_CLIENT_QUOTAS, ctx.api_version)
     alterations = [QuotaAlteration.from_kio(entry) for entry in request.entries]
     if not authorize(node, ctx, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
         # Kafka's getErrorResponse: every entry as sent, with the code's default message.

@@ -13,16 +13,15 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.broker.authz import CLUSTER_NAME, authorize
 from ksteward.broker.context import Node, RequestContext
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
 _NOT_FOUND = "Attempt to describe a user credential that does not exist"
-DESCRIBE_KEY = 50
-ALTER_KEY = 51
 
 
 async def handle_describe_user_scram_credentials(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(DESCRIBE_KEY, ctx.api_version)
+    cls = response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version)
     if not authorize(node, ctx, "DESCRIBE", "CLUSTER", CLUSTER_NAME):
         return build(cls, {"error_code": ErrorCode.cluster_authorization_failed, "error_message": None, "results": []})
     image = node.image
@@ -55,11 +54,11 @@ async def handle_describe_user_scram_credentials(node: Node, ctx: RequestContext
                 {"user": name, "error_code": code, "error_message": message, "credential_infos": by_user.get(name, [])}
             )
     values = {"error_code": ErrorCode.none, "error_message": None, "results": results}
-    return build(response_class(DESCRIBE_KEY, ctx.api_version), values)
+    return build(response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ctx.api_version), values)
 
 
 async def handle_alter_user_scram_credentials(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(ALTER_KEY, ctx.api_version)
+    cls = response_class(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, ctx.api_version)
     if not authorize(node, ctx, "ALTER", "CLUSTER", CLUSTER_NAME):
         users = [*(d.name for d in request.deletions), *(u.name for u in request.upsertions)]
         results = [

@@ -20,12 +20,12 @@ from ksteward.broker.authz import CLUSTER_NAME, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.mutation_quota import MutationQuotaRecorder
 from ksteward.controller.topic_requests import NameFilter, NewPartitions, NewTopic, TopicRef
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 # The first version at which each API refuses mutations over the quota (ControllerApis).
-_STRICT_QUOTA_SINCE = {CREATE_TOPICS: 6, DELETE_TOPICS: 5, CREATE_PARTITIONS: 3}
+_STRICT_QUOTA_SINCE: dict[int, int] = {ApiKey.CREATE_TOPICS: 6, ApiKey.DELETE_TOPICS: 5, ApiKey.CREATE_PARTITIONS: 3}
 
 
 def _topic_filter(node: Node, ctx: RequestContext, operation: AclOperation) -> NameFilter:
@@ -81,7 +81,7 @@ async def handle_create_topics(node: Node, ctx: RequestContext, request: Any) ->
         for r in results
     ]
     values = {"topics": topics, "throttle_time": quota.throttle_time_ms()}
-    return build(response_class(CREATE_TOPICS, ctx.api_version), values)
+    return build(response_class(ApiKey.CREATE_TOPICS, ctx.api_version), values)
 
 
 async def handle_delete_topics(node: Node, ctx: RequestContext, request: Any) -> Any:
@@ -99,7 +99,7 @@ async def handle_delete_topics(node: Node, ctx: RequestContext, request: Any) ->
         for r in results
     ]
     values = {"responses": responses, "throttle_time": quota.throttle_time_ms()}
-    return build(response_class(DELETE_TOPICS, ctx.api_version), values)
+    return build(response_class(ApiKey.DELETE_TOPICS, ctx.api_version), values)
 
 
 async def handle_create_partitions(node: Node, ctx: RequestContext, request: Any) -> Any:
@@ -112,4 +112,4 @@ async def handle_create_partitions(node: Node, ctx: RequestContext, request: Any
     )
     values = [{"name": r.name, "error_code": r.error.code, "error_message": r.error.message} for r in results]
     response = {"results": values, "throttle_time": quota.throttle_time_ms()}
-    return build(response_class(CREATE_PARTITIONS, ctx.api_version), response)
+    return build(response_class(ApiKey.CREATE_PARTITIONS, ctx.api_version), response)

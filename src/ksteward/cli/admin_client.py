@@ -19,11 +19,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import request_class, response_class
 from ksteward.protocol.framing import frame
-
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, DELETE_TOPICS = 18, 17, 36, 20
 
 
 class AdminError(Exception):
@@ -82,7 +81,7 @@ class AdminClient:
         return body
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
-        body = self._call(API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"})
+        body = self._call(ApiKey.API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"})
         if body.error_code != ErrorCode.none:
             raise AdminError(int(body.error_code), "ApiVersions failed")
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
@@ -94,11 +93,11 @@ class AdminClient:
         return min(high, highest)
 
     def _login(self, user: str, password: str) -> None:
-        handshake = self._call(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        handshake = self._call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
         if handshake.error_code != ErrorCode.none:
             raise AdminError(int(handshake.error_code), "SASL PLAIN is not enabled on this listener")
         token = b"\0" + user.encode() + b"\0" + password.encode()
-        auth = self._call(SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        auth = self._call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
         if auth.error_code != ErrorCode.none:
             raise AdminError(int(auth.error_code), auth.error_message)
 
@@ -106,7 +105,7 @@ class AdminClient:
         """Delete ``topics`` by name; with ``validate_only`` (DeleteTopics v7) check only, deleting nothing.
 
         Raises :class:`AdminError` for the first topic that failed (after all results are in)."""
-        version = self._version(DELETE_TOPICS, 7)
+        version = self._version(ApiKey.DELETE_TOPICS, 7)
         if validate_only and version < 7:
             raise AdminError(int(ErrorCode.unsupported_version), "the server does not serve DeleteTopics v7")
         values: dict[str, Any] = {"timeout": timeout_ms, "validate_only": validate_only}
@@ -114,7 +113,7 @@ class AdminClient:
             values["topics"] = [{"name": t, "topic_id": None} for t in topics]
         else:
             values["topic_names"] = list(topics)
-        body = self._call(DELETE_TOPICS, version, values)
+        body = self._call(ApiKey.DELETE_TOPICS, version, values)
         for r in body.responses:
             if r.error_code != ErrorCode.none:
                 raise AdminError(int(r.error_code), getattr(r, "error_message", None), r.name)

@@ -20,11 +20,11 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.protocol import extensions
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
 
-API_VERSIONS_KEY = 18
 _PEEK = struct.Struct(">hhi")
 
 
@@ -104,7 +104,7 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
         raise InvalidRequestError(f"unknown or unserved api key {api_key}")
     low, high = versions
     if not low <= api_version <= high:
-        if api_key == API_VERSIONS_KEY and api_version > high:
+        if api_key == ApiKey.API_VERSIONS and api_version > high:
             return UnsupportedApiVersionsRequest(api_version, correlation_id, _legacy_client_id(payload))
         raise InvalidRequestError(f"api key {api_key} version {api_version} is not served (supported {low}-{high})")
     cls = request_class(api_key, api_version)

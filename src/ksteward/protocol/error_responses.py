@@ -14,6 +14,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.apis import ApiKey
+
 __all__ = ["error_values"]
 
 Values = dict[str, Any]
@@ -92,22 +94,24 @@ def _metadata(body: Any, error: Values) -> Values:
 
 
 _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
-    3: _metadata,
-    18: _top_level(api_keys=[]),
-    19: _create_topics,
-    20: _delete_topics,
-    29: _top_level(resources=[]),
-    30: _create_acls,
-    31: _delete_acls,
-    32: _describe_configs,
-    33: _alter_configs,
-    37: _create_partitions,
-    44: _alter_configs,
-    48: _top_level(entries=None),
-    49: _alter_quotas,
-    50: _top_level(results=[]),
-    51: _alter_scram,
-    60: _top_level(endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0),
+    ApiKey.METADATA: _metadata,
+    ApiKey.API_VERSIONS: _top_level(api_keys=[]),
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: _delete_topics,
+    ApiKey.DESCRIBE_ACLS: _top_level(resources=[]),
+    ApiKey.CREATE_ACLS: _create_acls,
+    ApiKey.DELETE_ACLS: _delete_acls,
+    ApiKey.DESCRIBE_CONFIGS: _describe_configs,
+    ApiKey.ALTER_CONFIGS: _alter_configs,
+    ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: _top_level(entries=None),
+    ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.DESCRIBE_CLUSTER: _top_level(
+        endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
+    ),
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from ksteward.protocol.schema_walk import write_uvarint
+from ksteward.protocol.varint import write_uvarint
 
 # (principal, host, operation, permission_type)
 AclEntry = tuple[str, str, int, int]

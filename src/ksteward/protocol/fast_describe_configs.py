@@ -13,7 +13,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from ksteward.protocol.schema_walk import write_uvarint
+from ksteward.protocol.varint import write_uvarint
 
 __all__ = ["ConfigEntry", "ResourceResult", "encode_describe_configs_response"]
 

@@ -1,6 +1,6 @@
 """Length-prefixed frames: a four-byte big-endian size, then that many bytes.
 
-Sans-IO: :class:`FrameDecoder` is fed whatever bytes arrive and hands back whole frames.
+Sans-IO: :class:`FrameDecoder` is given whatever bytes arrive and hands back whole frames.
 """
 
 from __future__ import annotations
@@ -32,23 +32,32 @@ def check_frame_size(size: int, max_bytes: int, limit_name: str = "socket.reques
 
 
 class FrameDecoder:
-    """Accumulates bytes and yields complete frames (without their length prefix)."""
+    """Accumulates bytes and hands back complete frames (without their length prefix), one at a time.
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._max = max_bytes
+    The size limit is given per frame, because it changes as a connection logs in: a frame's size is
+    checked against the limit in force when the frame is taken, as soon as its four size bytes are here,
+    so an oversized frame is refused before any of its body is buffered.
+    """
+
+    def __init__(self) -> None:
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def receive(self, data: bytes) -> None:
         self._buf += data
-        frames: list[bytes] = []
-        while len(self._buf) >= 4:
-            (size,) = _SIZE.unpack_from(self._buf, 0)
-            check_frame_size(size, self._max)
-            if len(self._buf) < 4 + size:
-                break
-            frames.append(bytes(self._buf[4 : 4 + size]))
-            del self._buf[: 4 + size]
-        return frames
+
+    def next_frame(self, max_bytes: int, limit_name: str = "socket.request.max.bytes") -> bytes | None:
+        """The next complete frame, or None until more bytes arrive. Raises :class:`FrameError`."""
+        if len(self._buf) < _SIZE.size:
+            return None
+        (size,) = _SIZE.unpack_from(self._buf, 0)
+        check_frame_size(size, max_bytes, limit_name)
+        end = _SIZE.size + size
+        if len(self._buf) < end:
+            return None
+        with memoryview(self._buf) as view:
+            payload = bytes(view[_SIZE.size : end])
+        del self._buf[:end]
+        return payload
 
     @property
     def buffered(self) -> int:

@@ -38,6 +38,7 @@ from kio.serial._introspect import (
 from kio.static.constants import EntityType
 
 from ksteward.protocol.errors import InvalidRequestError
+from ksteward.protocol.varint import read_uvarint, write_uvarint
 
 _FIXED = {
     "bool": 1,
@@ -56,35 +57,9 @@ _FIXED = {
 _STRING, _BYTES = "string", "bytes"
 _LENGTH_TYPES = {"string": _STRING, "bytes": _BYTES, "records": _BYTES}
 MAX_STRING_LENGTH = 0x7FFF  # Kafka's generated readers refuse longer strings
-_MAX_VARINT_BYTES = 5  # a 32-bit unsigned varint, as Kafka's ByteUtils.readUnsignedVarint
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-
-
-def read_uvarint(buf: bytes, pos: int, end: int | None = None) -> tuple[int, int]:
-    """Return (value, new position) of an unsigned 32-bit varint at ``pos`` (at most five bytes)."""
-    limit = len(buf) if end is None else end
-    value = shift = 0
-    for _ in range(_MAX_VARINT_BYTES):
-        if pos >= limit:
-            raise InvalidRequestError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    raise InvalidRequestError("varint is longer than five bytes")
-
-
-def write_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -14,34 +14,35 @@ from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
+from ksteward.protocol.apis import ApiKey
 
 _COMMON = [
-    ApiSpec(18, 0, 4, handle_api_versions),
-    ApiSpec(17, 0, 1, None),  # SaslHandshake: the connection's session handles it
-    ApiSpec(36, 0, 2, None),  # SaslAuthenticate: likewise
-    ApiSpec(60, 0, 2, handle_describe_cluster),
-    ApiSpec(50, 0, 0, handle_describe_user_scram_credentials),
-    ApiSpec(51, 0, 0, handle_alter_user_scram_credentials),
-    ApiSpec(29, 1, 3, handle_describe_acls),
-    ApiSpec(30, 1, 3, handle_create_acls),
-    ApiSpec(31, 1, 3, handle_delete_acls),
-    ApiSpec(48, 0, 1, handle_describe_client_quotas),
-    ApiSpec(49, 0, 1, handle_alter_client_quotas),
-    ApiSpec(32, 1, 4, handle_describe_configs),
-    ApiSpec(33, 0, 2, handle_alter_configs),
-    ApiSpec(44, 0, 1, handle_incremental_alter_configs),
+    ApiSpec(ApiKey.API_VERSIONS, 0, 4, handle_api_versions),
+    ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),  # answered by protocol.connection.ServerConnection
+    ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, None),  # likewise
+    ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster),
+    ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
+    ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
+    ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
+    ApiSpec(ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
+    ApiSpec(ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
+    ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
+    ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
+    ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+    ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, handle_alter_configs),
+    ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle_incremental_alter_configs),
 ]
 
 
 _TOPICS = [
-    ApiSpec(19, 2, 7, handle_create_topics),
-    ApiSpec(20, 1, 7, handle_delete_topics),  # v7: the KIP-934 validate_only extension
-    ApiSpec(37, 0, 3, handle_create_partitions),
+    ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, handle_create_topics),
+    ApiSpec(ApiKey.DELETE_TOPICS, 1, 7, handle_delete_topics),  # v7: the KIP-934 validate_only extension
+    ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
 ]
 
 
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_TOPICS, ApiSpec(3, 0, 13, handle_metadata)])
+    return ApiTable([*_COMMON, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
 
 
 def controller_api_table() -> ApiTable:

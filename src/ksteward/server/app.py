@@ -50,6 +50,7 @@ from ksteward.metadata.records import (
 from ksteward.policy import PolicyLoadError
 from ksteward.policy.loader import Policies
 from ksteward.protocol.sasl import (
+    Credentials,
     ScramCredential,
     ScramMechanism,
     jaas_config_for,
@@ -60,7 +61,6 @@ from ksteward.protocol.sasl import (
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, ListenerRuntime
-from ksteward.server.session import Credentials
 from ksteward.server.tls import server_context
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from kio.serial import entity_reader
 from kio.serial.readers import read_unsigned_varint
 
 from ksteward.protocol.schema_walk import strip_unknown_tags
+from ksteward.protocol.varint import write_uvarint
 
 from ._cluster import CLUSTER_RECORD_TYPES
 from ._encoder import entity_encoder
@@ -95,15 +96,6 @@ _kio_readers: dict[type, _Reader] = {}
 _frames: dict[type, tuple[bytes, Callable[[Any], bytes]]] = {}
 
 
-def _uvarint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_record(record: Any) -> bytes:
     """Frame and serialize one metadata record: the value of one v2 record in a batch.
 
@@ -115,7 +107,7 @@ def encode_record(record: Any) -> bytes:
         if not hasattr(cls, "__api_key__") or RECORD_TYPES.get(record_key(cls)) is not cls:
             raise TypeError(f"{cls.__name__} is not a registered metadata record type")
         api_key, version = record_key(cls)
-        frame = _uvarint_bytes(FRAME_VERSION) + _uvarint_bytes(api_key) + _uvarint_bytes(version)
+        frame = write_uvarint(FRAME_VERSION) + write_uvarint(api_key) + write_uvarint(version)
         cached = _frames[cls] = (frame, entity_encoder(cls))
     frame, encode = cached
     return frame + encode(record)

@@ -14,6 +14,8 @@ from dataclasses import fields, is_dataclass
 from types import NoneType, UnionType
 from typing import Any, Union, get_args, get_origin
 
+from ksteward.protocol.varint import write_uvarint
+
 _Encode = Callable[[Any], bytes]
 
 _FIXED = {
@@ -26,20 +28,6 @@ _FIXED = {
 }
 _ARRAY_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "float64": "d"}
 _ZERO_UUID = bytes(16)
-
-
-def uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = tuple(bytes((i,)) for i in range(0x80))
 
 
 def _scalar(kafka_type: str, nullable: bool) -> _Encode:
@@ -59,7 +47,7 @@ def _scalar(kafka_type: str, nullable: bool) -> _Encode:
                     raise TypeError(f"None in a non-nullable {kafka_type}")
                 return b"\x00"
             raw = value.encode() if is_text else value
-            return uvarint(len(raw) + 1) + raw
+            return write_uvarint(len(raw) + 1) + raw
 
         return compact
     raise NotImplementedError(f"no encoder for kafka_type {kafka_type!r}")
@@ -78,8 +66,8 @@ def _array(item: _Encode, nullable: bool, code: str | None) -> _Encode:
             pack = packers.get(n)
             if pack is None:
                 pack = packers[n] = struct.Struct(f">{n}{code}").pack
-            return uvarint(n + 1) + pack(*value)
-        return uvarint(n + 1) + b"".join([item(v) for v in value])
+            return write_uvarint(n + 1) + pack(*value)
+        return write_uvarint(n + 1) + b"".join([item(v) for v in value])
 
     return encode_array
 
@@ -133,18 +121,18 @@ def _compile(name: str, plain: list[tuple[str, _Encode]], tagged: list[tuple[int
     """Generate one function per class, as ``dataclasses`` does for ``__init__``: a straight-line
     body with no per-field loop is about twice as fast as iterating over (name, encoder) pairs.
     Field names come from the record classes, never from data."""
-    env: dict[str, Any] = {"uvarint": uvarint}
+    env: dict[str, Any] = {"write_uvarint": write_uvarint}
     lines = [f"def encode_{name}(e):", "    tags = []"]
     for i, (tag, field_name, enc, default) in enumerate(tagged):
-        env[f"t{i}"], env[f"d{i}"], env[f"h{i}"] = enc, default, uvarint(tag)
+        env[f"t{i}"], env[f"d{i}"], env[f"h{i}"] = enc, default, write_uvarint(tag)
         # A tagged field at its default is left out, as kio does.
         lines += [f"    v = e.{field_name}", f"    if v != d{i}:", f"        b = t{i}(v)",
-                  f"        tags.append(h{i} + uvarint(len(b)) + b)"]  # fmt: skip
+                  f"        tags.append(h{i} + write_uvarint(len(b)) + b)"]  # fmt: skip
     parts = []
     for i, (field_name, enc) in enumerate(plain):
         env[f"w{i}"] = enc
         parts.append(f"w{i}(e.{field_name})")
-    lines.append(f"    return b''.join(({''.join(p + ', ' for p in parts)}uvarint(len(tags)), *tags))")
+    lines.append(f"    return b''.join(({''.join(p + ', ' for p in parts)}write_uvarint(len(tags)), *tags))")
     exec("\n".join(lines), env)  # the source holds field names of our own classes, never data
     function: _Encode = env[f"encode_{name}"]
     return function

@@ -1,19 +1,17 @@
 """SASL mechanisms for ksteward's listeners, sans-IO: bytes in, bytes out.
 
-The connection code feeds each SaslAuthenticate token to ``server.step(token)`` and sends back what it
-returns; a :class:`SaslAuthenticationError` ends the exchange, and ``str(error)`` is the message for the
-response (``error.reason`` is for the server's log only).
+The connection (``ksteward.protocol.connection``) feeds each SaslAuthenticate token to ``server.step(token)``
+and sends back what it returns; a :class:`SaslAuthenticationError` ends the exchange, and ``str(error)`` is
+the message for the response (``error.reason`` is for the server's log only).
 
-    if mechanism == PLAIN_MECHANISM:
-        server = PlainServer(plain_verifier(plain_users(entry.options)))
-    else:
-        server = ScramServer(ScramMechanism.from_name(mechanism), credentials.get)
+    server = mechanism_server(mechanism, Credentials(plain_verify, scram_lookup, decoy_secret))
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from ksteward.protocol.sasl.credentials import Credentials, mechanism_server
 from ksteward.protocol.sasl.errors import (
     IllegalSaslStateError,
     SaslAuthenticationError,
@@ -42,6 +40,7 @@ __all__ = [
     "PLAIN_LOGIN_MODULE",
     "PLAIN_MECHANISM",
     "SCRAM_LOGIN_MODULE",
+    "Credentials",
     "IllegalSaslStateError",
     "JaasEntry",
     "PlainServer",
@@ -55,6 +54,7 @@ __all__ = [
     "credential_from_salted_password",
     "invalid_credentials_message",
     "jaas_config_for",
+    "mechanism_server",
     "parse_jaas_config",
     "parse_server_jaas_config",
     "plain_users",
