@@ -52,6 +52,6 @@ def test_request_bytes_never_reach_the_log(server: KstewardServer) -> None:
         assert conn.read_until_closed() is not None
     # Each log line is written before the server answers or closes, so the log is complete here.
     _assert_no_secret(server)
-    server.wait_for_log(r"undecodable request from .*: api key 30 v3, \d+ bytes")
+    server.wait_for_log(r"closing connection from .* on CONTROLLER: cannot parse CreateAcls v3 \(\d+ bytes\)")
     server.wait_for_log(r"authentication failed for ")
     server.wait_for_log(r"unsupported SASL mechanism")

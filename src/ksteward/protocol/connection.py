@@ -107,7 +107,6 @@ class Close:
     kind: CloseKind
     reason: str
     reply: bytes | None = None  # a last response frame to write before closing
-    undecodable: str | None = None  # api key, version and size of a request that failed to decode
 
 
 Event = Request | UnsupportedApiVersionsRequest | AuthenticationReply | Close | NeedData
@@ -271,8 +270,10 @@ class ServerConnection:
         try:
             request = decode_request(payload, self._served)
         except ProtocolError as exc:
+            # Kafka logs no payload: the api, version and size name the request; the reason is the
+            # parser's own text (field names and counts), never the request's bytes.
             return self._close(
-                CloseKind.INVALID, str(exc), undecodable=f"api key {api_key} v{api_version}, {len(payload)} bytes"
+                CloseKind.INVALID, f"cannot parse {api_name(api_key)} v{api_version} ({len(payload)} bytes): {exc}"
             )
         if isinstance(request, Request):
             if request.api_key == ApiKey.SASL_HANDSHAKE:
@@ -281,11 +282,9 @@ class ServerConnection:
                 return self._sasl_authenticate(request)
         return request
 
-    def _close(
-        self, kind: CloseKind, reason: str, *, reply: bytes | None = None, undecodable: str | None = None
-    ) -> Close:
+    def _close(self, kind: CloseKind, reason: str, *, reply: bytes | None = None) -> Close:
         self._state = State.CLOSED
-        self._closed = Close(kind, reason, reply, undecodable)
+        self._closed = Close(kind, reason, reply)
         return self._closed
 
     def _advance(self, outcome: Outcome) -> None:

@@ -132,8 +132,6 @@ class Connection:
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""
         peer, listener = self.peer, self.listener.name
-        if close.undecodable is not None:
-            log.debug("undecodable request from %s: %s", peer, close.undecodable)
         if close.kind is CloseKind.AUTHENTICATION_FAILED:
             log.info("authentication failed for %s on %s: %s", peer, listener, close.reason)
         elif close.kind is CloseKind.TRUNCATED:
