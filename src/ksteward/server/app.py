@@ -29,10 +29,10 @@ from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.acls import binding_of
+from ksteward.controller.active import Controller
 from ksteward.controller.configs import ConfigControlManager
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
-from ksteward.controller.quorum import Controller
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories

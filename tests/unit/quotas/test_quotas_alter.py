@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from ksteward.controller.quorum import Controller
+from ksteward.controller.active import Controller
 from ksteward.controller.quotas import (
     QuotaAlteration,
     QuotaOp,
