@@ -26,8 +26,10 @@ from types import MappingProxyType
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .broker_catalog import BROKER_CONFIGS
-from .catalog import HIDDEN, ConfigError, ConfigKey, ConfigResourceType, java_split
+from .catalog import HIDDEN, ConfigKey, ConfigResourceType, java_split
 from .sensitive import is_sensitive, loggable_configs
 from .topic_catalog import TOPIC_CONFIGS
 
@@ -102,15 +104,15 @@ def _change(resource_type: ConfigResourceType, name: str, value: str | None, imp
     return ConfigChange(name, value, implicit, is_sensitive(resource_type, name))
 
 
-def _invalid_request(message: str) -> ConfigError:
-    return ConfigError(ErrorCode.invalid_request, message)
+def _invalid_request(message: str) -> ApiError:
+    return ApiError(ErrorCode.invalid_request, message)
 
 
 def _duplicates(names: Sequence[str]) -> bool:
     return len(set(names)) != len(names)
 
 
-def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ConfigError | None:
+def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ApiError | None:
     """The broker's first checks of one IncrementalAlterConfigs resource: a key named twice, a null
     value for an operation other than DELETE, an unknown operation id. All INVALID_REQUEST."""
     if _duplicates([op.name for op in ops]):
@@ -124,7 +126,7 @@ def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ConfigError | Non
     return None
 
 
-def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ConfigError | None:
+def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ApiError | None:
     """The broker's first checks of one AlterConfigs resource: a key named twice, a null value."""
     if _duplicates([name for name, _ in configs]):
         return _invalid_request("Error due to duplicate config keys")
@@ -149,7 +151,7 @@ def apply_incremental(
     ops: Sequence[AlterConfigOp],
     *,
     broker_preprocess: bool = False,
-) -> AlterResult | ConfigError:
+) -> AlterResult | ApiError:
     """Apply SET, DELETE, APPEND and SUBTRACT to the stored overrides ``current`` of one resource.
 
     * SET stores the value; DELETE removes the key (its value is ignored, KAFKA-13490; an absent key
@@ -180,14 +182,14 @@ def apply_incremental(
             key = schema.get(op.name)
             if broker_preprocess and resource_type is ConfigResourceType.BROKER:
                 if key is None:  # upstream quirk: a map lookup throws
-                    return ConfigError(ErrorCode.unknown_server_error, _UNKNOWN_SERVER_ERROR)
+                    return ApiError(ErrorCode.unknown_server_error, _UNKNOWN_SERVER_ERROR)
                 if not key.is_list:
-                    return ConfigError(
+                    return ApiError(
                         ErrorCode.invalid_config,
                         f"Config value {kind.name.lower()} is not allowed for config key: {op.name}",
                     )
             if key is None or not key.is_list:
-                return ConfigError(
+                return ApiError(
                     ErrorCode.invalid_config, f"Can't {kind.name} to key {op.name} because its type is not LIST."
                 )
             base = old if old is not None else key.default

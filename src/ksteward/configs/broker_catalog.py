@@ -21,8 +21,9 @@ from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .catalog import (
-    ConfigError,
     ConfigKey,
     ConfigType,
     Importance,
@@ -385,13 +386,13 @@ def _per_broker_only(name: str) -> bool:
     return name in _PER_BROKER_CONFIGS or (base is not None and base not in _CLUSTER_LEVEL_LISTENER_CONFIGS)
 
 
-def validate_broker_configs(configs: Mapping[str, str], *, cluster_default: bool) -> ConfigError | None:
+def validate_broker_configs(configs: Mapping[str, str], *, cluster_default: bool) -> ApiError | None:
     """The broker's check of a BROKER resource's resulting dynamic configs (``DynamicBrokerConfig.validate``):
     no read-only keys, security keys only listener-prefixed, values of their type, no per-broker keys on the
     cluster default (resource ``""``). Unknown keys are custom configs and pass. Failures are INVALID_REQUEST."""
 
-    def invalid(message: str) -> ConfigError:
-        return ConfigError(ErrorCode.invalid_request, message)
+    def invalid(message: str) -> ApiError:
+        return ApiError(ErrorCode.invalid_request, message)
 
     read_only = [n for n in configs if n in BROKER_CONFIGS and not BROKER_CONFIGS[n].is_dynamic]
     if read_only:
@@ -439,7 +440,7 @@ _CLEANER_CONFIGS: Final = (
 )  # fmt: skip
 
 
-def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mapping[str, str]) -> ConfigError | None:
+def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mapping[str, str]) -> ApiError | None:
     """The component checks a broker runs on a change (§3.3.5): the thread pools and the log cleaner may
     shrink to half and grow to double. ``current`` and ``proposed`` are the node's effective values
     (``ConfigResolver.broker_values``) before and after. The failure is INVALID_REQUEST, in the shape
@@ -454,8 +455,8 @@ def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mappin
         assert isinstance(parsed, int)
         return parsed
 
-    def failed(message: str) -> ConfigError:
-        return ConfigError(
+    def failed(message: str) -> ApiError:
+        return ApiError(
             ErrorCode.invalid_request,
             f"Invalid value org.apache.kafka.common.config.ConfigException: {message} "
             "for configuration Invalid dynamic configuration",

@@ -29,9 +29,10 @@ from typing import Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 __all__ = [
     "HIDDEN",
-    "ConfigError",
     "ConfigKey",
     "ConfigResourceType",
     "ConfigSource",
@@ -117,14 +118,6 @@ class UpdateMode(enum.Enum):
     READ_ONLY = "read-only"  # server.properties only
     PER_BROKER = "per-broker"  # dynamic, only on BROKER "<id>"
     CLUSTER_WIDE = "cluster-wide"  # dynamic, on BROKER "<id>" or the cluster default BROKER ""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigError:
-    """A per-resource failure: the Kafka error code and the message the client sees."""
-
-    code: ErrorCode
-    message: str
 
 
 class InvalidValue(Exception):
@@ -366,12 +359,12 @@ class ConfigKey:
                 raise
         return value
 
-    def check(self, raw: str) -> ConfigError | None:
+    def check(self, raw: str) -> ApiError | None:
         """None when ``raw`` is a valid value, else INVALID_CONFIG with Kafka's message."""
         try:
             self.parse(raw)
         except InvalidValue as e:
-            return ConfigError(ErrorCode.invalid_config, e.message)
+            return ApiError(ErrorCode.invalid_config, e.message)
         return None
 
     def canonical(self, raw: str) -> str:

@@ -24,6 +24,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ksteward.protocol.api_error import ApiError
+
 from .broker_catalog import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -33,7 +35,7 @@ from .broker_catalog import (
     dynamic_layer,
     validate_broker_configs,
 )
-from .catalog import ConfigError, ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
+from .catalog import ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
 from .sensitive import is_sensitive, loggable_value
 from .topic_catalog import TOPIC_CONFIGS, validate_topic_config
 
@@ -288,7 +290,7 @@ def config_key(resource_type: ConfigResourceType, name: str) -> ConfigKey | None
 
 def validate(
     resource_type: ConfigResourceType, name: str, value: str, *, cluster_default: bool = False
-) -> ConfigError | None:
+) -> ApiError | None:
     """One key's value for a TOPIC (INVALID_CONFIG: unknown key, bad value) or a BROKER resource
     (INVALID_REQUEST: read-only key, unprefixed security key, per-broker key on the cluster default
     ``cluster_default=True``, bad value; an unknown broker key is a custom config and passes). The

@@ -21,8 +21,9 @@ from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .catalog import (
-    ConfigError,
     ConfigKey,
     ConfigType,
     InvalidValue,
@@ -173,11 +174,11 @@ _COPY_DISABLED = (
 )
 
 
-def validate_topic_config(name: str, value: str) -> ConfigError | None:
+def validate_topic_config(name: str, value: str) -> ApiError | None:
     """One key: INVALID_CONFIG ``Unknown topic config name: X`` or Kafka's invalid-value message."""
     key = TOPIC_CONFIGS.get(name)
     if key is None:
-        return ConfigError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+        return ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     return key.check(value)
 
 
@@ -187,7 +188,7 @@ def validate_topic_configs(
     log_defaults: Mapping[str, str] | None = None,
     existing: Mapping[str, str] | None = None,
     remote_storage_system_enabled: bool = False,
-) -> ConfigError | None:
+) -> ApiError | None:
     """The controller's check of a topic's resulting override map (§3.2), first failure wins.
 
     ``log_defaults`` are the node's inherited values by topic key (``ConfigResolver.topic_log_defaults``),
@@ -195,10 +196,10 @@ def validate_topic_configs(
     stored overrides before the change (for turning remote storage off). All failures are INVALID_CONFIG."""
     nulls = [name for name, value in configs.items() if value is None]
     if nulls:
-        return ConfigError(ErrorCode.invalid_config, "Null value not supported for topic configs: " + ",".join(nulls))
+        return ApiError(ErrorCode.invalid_config, "Null value not supported for topic configs: " + ",".join(nulls))
     for name in configs:
         if name not in TOPIC_CONFIGS:
-            return ConfigError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+            return ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     defaults = log_defaults or {}
     parsed: dict[str, object] = {}
     try:
@@ -213,9 +214,9 @@ def validate_topic_configs(
                 parsed[name] = _parse(name, key.default or "")
         _check_cross_field(parsed, existing or {}, remote_storage_system_enabled)
     except InvalidValue as e:
-        return ConfigError(ErrorCode.invalid_config, e.message)
+        return ApiError(ErrorCode.invalid_config, e.message)
     except _CrossFieldError as e:
-        return ConfigError(ErrorCode.invalid_config, str(e))
+        return ApiError(ErrorCode.invalid_config, str(e))
     return None
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
-from ksteward.configs.catalog import ConfigError
 from ksteward.controller.acls import AclControlManager
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
+from ksteward.controller.result import ApiError
 from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -92,7 +92,7 @@ class Controller:
 
     async def alter_configs(
         self, alterations: Sequence[ConfigAlteration], *, validate_only: bool
-    ) -> list[ConfigError | None]:
+    ) -> list[ApiError | None]:
         """AlterConfigs / IncrementalAlterConfigs (spec §2.4 step 4): one outcome per alteration, None on
         success; the records of every successful resource in one batch, none with ``validate_only``."""
         records, errors = self.configs.alter(self.writer.latest, alterations)

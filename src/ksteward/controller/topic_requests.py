@@ -174,8 +174,8 @@ class TopicMutation(Generic[R]):
     results: tuple[R, ...]
 
 
-ConfigValidator = Callable[[str, Mapping[str, str | None]], tuple[int, str] | None]
-"""(topic, configs) -> (error code, message) when the configs of a new topic are invalid, else None."""
+ConfigValidator = Callable[[str, Mapping[str, str | None]], ApiError | None]
+"""(topic, configs) -> why the configs of a new topic are invalid, else None."""
 ConfigDescriber = Callable[[str, Mapping[str, str]], Sequence[CreatedTopicConfig]]
 """(topic, creation configs) -> the topic's full effective config, sorted by name (v5+ response)."""
 NameFilter = Callable[[Collection[str]], Set[str]]

@@ -263,7 +263,7 @@ class TopicControlManager:
         if self.validate_configs is not None:
             problem = self.validate_configs(topic, configs)
             if problem is not None:
-                return ApiError(ErrorCode(problem[0]), problem[1])
+                return problem
         policy = self.policies.alter_config
         if policy is None:
             return None

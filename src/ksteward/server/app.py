@@ -33,6 +33,7 @@ from ksteward.controller.active import Controller
 from ksteward.controller.configs import ConfigControlManager
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
+from ksteward.controller.result import ApiError
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
@@ -193,9 +194,8 @@ class Server:
         except PolicyLoadError as exc:
             raise StartupError(str(exc)) from None
 
-        def validate_configs(topic: str, configs: Mapping[str, str | None]) -> tuple[int, str] | None:
-            error = validate_topic_configs(configs, log_defaults=self._resolver().topic_log_defaults())
-            return None if error is None else (int(error.code), error.message)
+        def validate_configs(topic: str, configs: Mapping[str, str | None]) -> ApiError | None:
+            return validate_topic_configs(configs, log_defaults=self._resolver().topic_log_defaults())
 
         def describe_configs(topic: str, configs: Mapping[str, str]) -> list[CreatedTopicConfig]:
             return [

@@ -12,8 +12,9 @@ from topic_support import apply, cluster, with_topic
 
 from ksteward.broker.loggers import alter_logger_levels, logger_levels
 from ksteward.configs.alter import AlterConfigOp, AlterConfigOpType
-from ksteward.configs.catalog import ConfigError, ConfigResourceType
+from ksteward.configs.catalog import ConfigResourceType
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.result import ApiError
 from ksteward.policy import AlterConfigPolicy, AlterConfigRequestMetadata, ConfigResource, Policies, PolicyViolation
 from ksteward.policy.builtin import ConfigGuardPolicy
 
@@ -62,17 +63,15 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
     )
     assert errors == [
         None,
-        ConfigError(ErrorCode.policy_violation, "no changes to payments"),
-        ConfigError(ErrorCode.unknown_topic_or_partition, "The topic 'ghost' does not exist."),
+        ApiError(ErrorCode.policy_violation, "no changes to payments"),
+        ApiError(ErrorCode.unknown_topic_or_partition, "The topic 'ghost' does not exist."),
         # the validator runs before the existence check, so an unknown topic with a bad value says INVALID_CONFIG
-        ConfigError(
-            ErrorCode.invalid_config, "Invalid value x for configuration retention.ms: Not a number of type LONG"
-        ),
-        ConfigError(ErrorCode.invalid_request, "Default topic resources are not allowed."),
-        ConfigError(ErrorCode.invalid_request, "Invalid negative broker ID."),
-        ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        ConfigError(ErrorCode.broker_id_not_registered, "No node with id 9 found."),
+        ApiError(ErrorCode.invalid_config, "Invalid value x for configuration retention.ms: Not a number of type LONG"),
+        ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed."),
+        ApiError(ErrorCode.invalid_request, "Invalid negative broker ID."),
+        ApiError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        ApiError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        ApiError(ErrorCode.broker_id_not_registered, "No node with id 9 found."),
         None,
     ]
     assert [(r.resource_type, r.resource_name, r.name, r.value) for r in records] == [
@@ -109,7 +108,7 @@ def test_more_than_ten_thousand_records_fail_the_whole_request() -> None:
     assert len(records) == 10_000 and errors == [None, None]
     huge = [incremental(B, "", *[(f"k{i}.{j}", SET, "v") for j in range(5001)]) for i in range(2)]
     records, errors = manager.alter(image(), huge)
-    too_large = ConfigError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
+    too_large = ApiError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
     assert records == [] and errors == [too_large, too_large]
 
 
@@ -180,11 +179,11 @@ def test_logger_levels_set_validate_only_and_delete() -> None:
         error = alter_logger_levels(
             [AlterConfigOp(name, SET, "WARN"), AlterConfigOp("ksteward.nope", SET, "INFO")], validate_only=False
         )
-        assert error == ConfigError(ErrorCode.invalid_config, "Logger ksteward.nope does not exist!")
+        assert error == ApiError(ErrorCode.invalid_config, "Logger ksteward.nope does not exist!")
         assert logger_levels()[name] == "TRACE"
         assert alter_logger_levels([AlterConfigOp(name, DELETE, None)], validate_only=False) is None
         assert logger.level == logging.NOTSET
-        assert alter_logger_levels([AlterConfigOp(name, 7, "INFO")], validate_only=False) == ConfigError(
+        assert alter_logger_levels([AlterConfigOp(name, 7, "INFO")], validate_only=False) == ApiError(
             ErrorCode.invalid_request, "Unknown operation type 7 is not allowed for the BROKER_LOGGER resource"
         )
     finally:

@@ -295,7 +295,11 @@ def test_config_validator_error_is_returned_as_given() -> None:
 
     def validate(topic, configs):  # type: ignore[no-untyped-def]
         calls.append((topic, dict(configs)))
-        return (40, "Invalid value -2 for configuration retention.ms") if topic == "bad" else None
+        return (
+            ApiError(ErrorCode.invalid_config, "Invalid value -2 for configuration retention.ms")
+            if topic == "bad"
+            else None
+        )
 
     m = manager(validate_configs=validate)
     done = m.create_topics(
@@ -308,7 +312,7 @@ def test_config_validator_error_is_returned_as_given() -> None:
 
 
 def test_config_errors_come_before_partition_errors() -> None:
-    m = manager(validate_configs=lambda topic, configs: (40, "bad config"))
+    m = manager(validate_configs=lambda topic, configs: ApiError(ErrorCode.invalid_config, "bad config"))
     done = m.create_topics(cluster(), [NewTopic("t", 0, 1, configs=(("x", "y"),))])
     assert error_of(done) == (ErrorCode.invalid_config, "bad config")
 
