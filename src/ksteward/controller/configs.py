@@ -12,7 +12,9 @@ The broker-level layers every topic inherits from (this node's and the cluster's
 ``server.properties``) are resolved once per state of the image's configs section and shared::
 
     manager = ConfigControlManager(node_id=1, static=server_config.static, policies=policies)
-    records, errors = manager.alter(image, [ConfigAlteration(ConfigResourceType.TOPIC, "orders", ops=[...])])
+    done = manager.alter(image, [ConfigAlteration(ConfigResourceType.TOPIC, "orders", ops=[...])])
+    done.records   # the ConfigRecords of every resource that passed
+    done.response  # one ApiError per alteration, None on success
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ksteward.configs.catalog import ConfigResourceType, java_int
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.sensitive import loggable_configs
 from ksteward.configs.topic_catalog import validate_topic_configs
-from ksteward.controller.result import MAX_RECORDS_PER_USER_OP, ApiError
+from ksteward.controller.result import EXCESSIVELY_LARGE_BATCH, MAX_RECORDS_PER_USER_OP, ApiError, ControllerResult
 from ksteward.controller.topic_names import validation_error
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.records import ConfigRecord
@@ -36,7 +38,6 @@ from ksteward.policy import AlterConfigRequestMetadata, ConfigResource, Policies
 
 __all__ = ["ConfigAlteration", "ConfigControlManager"]
 
-_TOO_LARGE = "Unable to perform excessively large batch operation."
 _EMPTY: Mapping[str, str] = {}
 
 
@@ -84,7 +85,7 @@ class ConfigControlManager:
 
     def alter(
         self, image: MetadataImage, alterations: Sequence[ConfigAlteration]
-    ) -> tuple[list[ConfigRecord], list[ApiError | None]]:
+    ) -> ControllerResult[list[ApiError | None]]:
         """The records to commit and one outcome per alteration (None: success), in order. Past
         MAX_RECORDS_PER_USER_OP records the whole request fails with POLICY_VIOLATION, as Kafka's does."""
         records: list[ConfigRecord] = []
@@ -101,9 +102,9 @@ class ConfigControlManager:
                 for change in outcome.changes
             )
         if len(records) > MAX_RECORDS_PER_USER_OP:
-            too_large = ApiError(ErrorCode.policy_violation, _TOO_LARGE)
-            return [], [too_large] * len(alterations)
-        return records, errors
+            too_large = ApiError(ErrorCode.policy_violation, EXCESSIVELY_LARGE_BATCH)
+            return ControllerResult([], [too_large] * len(alterations))
+        return ControllerResult(records, errors)
 
     def _alter_one(self, image: MetadataImage, alteration: ConfigAlteration) -> AlterResult | ApiError:
         rtype, name = alteration.resource_type, alteration.resource_name

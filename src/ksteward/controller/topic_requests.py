@@ -11,14 +11,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.sensitive import loggable_value
 from ksteward.controller.result import NO_ERROR, ApiError
-from ksteward.metadata.records import MetadataRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,17 +160,6 @@ class DeleteTopicResult:
 class CreatePartitionsResult:
     name: str
     error: ApiError = NO_ERROR
-
-
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMutation(Generic[R]):
-    """What one request produces: the records to append as one batch, and one result per topic."""
-
-    records: tuple[MetadataRecord, ...]
-    results: tuple[R, ...]
 
 
 ConfigValidator = Callable[[str, Mapping[str, str | None]], ApiError | None]

@@ -10,7 +10,7 @@ commit as one atomic batch and one result per topic. Nothing here touches the lo
     done = topics.create_topics(image, [NewTopic.from_kio(t) for t in request.topics],
                                 validate_only=request.validate_only, may_create=authorized_names)
     done.records   # TopicRecord, its ConfigRecords, its PartitionRecords, topic after topic
-    done.results   # CreateTopicResult per topic, with Kafka's codes and messages
+    done.response  # CreateTopicResult per topic, with Kafka's codes and messages
 
 Authorization decisions are the broker layer's. It passes them as name filters (``may_create``,
 ``may_describe``, ...): each gets the candidate names and returns those allowed; None allows all.
@@ -49,7 +49,7 @@ from ksteward.controller.replica_placement import (
     usable_brokers,
     validate_manual_assignment,
 )
-from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
+from ksteward.controller.result import EXCESSIVELY_LARGE_BATCH, MAX_RECORDS_PER_USER_OP, ControllerResult
 from ksteward.controller.topic_names import (
     CLUSTER_METADATA_TOPIC_NAME,
     collision_index,
@@ -71,7 +71,6 @@ from ksteward.controller.topic_requests import (
     NewPartitions,
     NewTopic,
     QuotaCharge,
-    TopicMutation,
     TopicRef,
     TopicSettings,
 )
@@ -111,7 +110,6 @@ __all__ = [
     "NewTopic",
     "QuotaCharge",
     "TopicControlManager",
-    "TopicMutation",
     "TopicRef",
     "TopicSettings",
     "partition_record",
@@ -121,7 +119,6 @@ log = logging.getLogger(__name__)
 
 _DIRECTORY_ASSIGNMENT_LEVEL = 17  # metadata.version 3.7-IV2: PartitionRecord v1 (directories)
 _ELR_LEVEL = 23  # metadata.version 4.0-IV1: PartitionRecord v2 (ELR fields)
-_TOO_LARGE = "Unable to perform excessively large batch operation."
 
 
 class _BatchTooLarge(Exception):
@@ -171,7 +168,7 @@ class TopicControlManager:
         may_describe_configs: NameFilter | None = None,
         charge: QuotaCharge | None = None,
         describe_created: bool = True,
-    ) -> TopicMutation[CreateTopicResult]:
+    ) -> ControllerResult[tuple[CreateTopicResult, ...]]:
         """CreateTopics v2-v7 (spec §4.5). Results: the topics that reached the controller logic in
         request order, then one "Duplicate topic name." per duplicated name, then the refused
         ``__cluster_metadata`` and unauthorized topics, as Kafka orders them."""
@@ -192,8 +189,8 @@ class TopicControlManager:
         try:
             records, results = self._create(image, effective, describable, charge, describe_created)
         except _BatchTooLarge:
-            refused = ApiError(ErrorCode.policy_violation, _TOO_LARGE)
-            return TopicMutation((), tuple(CreateTopicResult(t.name, refused) for t in topics))
+            refused = ApiError(ErrorCode.policy_violation, EXCESSIVELY_LARGE_BATCH)
+            return ControllerResult((), tuple(CreateTopicResult(t.name, refused) for t in topics))
         for name in duplicates:
             results.append(CreateTopicResult(name, ApiError(ErrorCode.invalid_request, "Duplicate topic name.")))
         for name in unique:
@@ -203,7 +200,7 @@ class TopicControlManager:
             elif name not in authorized:
                 error = ApiError(ErrorCode.topic_authorization_failed, "Authorization failed.")
                 results.append(CreateTopicResult(name, error))
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
+        return ControllerResult(() if validate_only else tuple(records), tuple(results))
 
     def _collision_index(self, image: MetadataImage) -> dict[str, list[str]]:
         by_name = image.topics.by_name
@@ -396,7 +393,7 @@ class TopicControlManager:
         may_describe: NameFilter | None = None,
         may_delete: NameFilter | None = None,
         charge: QuotaCharge | None = None,
-    ) -> TopicMutation[DeleteTopicResult]:
+    ) -> ControllerResult[tuple[DeleteTopicResult, ...]]:
         """DeleteTopics v1-v6, and v7 with ``validate_only`` (KIP-934; a ksteward extension), spec §4.6.
 
         ``may_describe``/``may_delete`` decide DESCRIBE and DELETE on the named topics (pass ``None``
@@ -404,7 +401,7 @@ class TopicControlManager:
         so that their order reveals nothing about which topics exist."""
         if not self.settings.delete_topic_enable:
             code = ErrorCode.topic_deletion_disabled if api_version >= 3 else ErrorCode.invalid_request
-            return TopicMutation((), tuple(DeleteTopicResult(r.name, r.topic_id, ApiError(code)) for r in refs))
+            return ControllerResult((), tuple(DeleteTopicResult(r.name, r.topic_id, ApiError(code)) for r in refs))
         results: list[DeleteTopicResult] = []
 
         def fail(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None) -> None:
@@ -489,7 +486,7 @@ class TopicControlManager:
                 error = NO_ERROR
             results.append(DeleteTopicResult(name, topic_id, error))
         self.rng.shuffle(results)
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
+        return ControllerResult(() if validate_only else tuple(records), tuple(results))
 
     # ---------------------------------------------------------------- CreatePartitions
 
@@ -501,7 +498,7 @@ class TopicControlManager:
         validate_only: bool = False,
         may_alter: NameFilter | None = None,
         charge: QuotaCharge | None = None,
-    ) -> TopicMutation[CreatePartitionsResult]:
+    ) -> ControllerResult[tuple[CreatePartitionsResult, ...]]:
         """CreatePartitions v0-v3: raise partition counts (ALTER on the topic is the caller's decision).
         Results: duplicated names, then unauthorized topics, then the others in request order."""
         first: dict[str, NewPartitions] = {}
@@ -533,7 +530,7 @@ class TopicControlManager:
                 else:
                     records.extend(outcome)
                     results.append(CreatePartitionsResult(name))
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
+        return ControllerResult(() if validate_only else tuple(records), tuple(results))
 
     def _add_partitions(
         self, image: MetadataImage, request: NewPartitions, charge: QuotaCharge | None

@@ -46,7 +46,7 @@ def incremental(rtype: ConfigResourceType, name: str, *ops: tuple[str, int, str 
 def test_records_for_every_successful_resource_and_errors_per_resource() -> None:
     policy = Recording(refuse="payments")
     manager = ConfigControlManager(node_id=1, static={}, policies=Policies(alter_config=policy))
-    records, errors = manager.alter(
+    done = manager.alter(
         image(),
         [
             incremental(T, "orders", ("cleanup.policy", APPEND, "compact"), ("retention.ms", DELETE, None)),
@@ -61,6 +61,7 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
             incremental(B, "", ("log.cleaner.threads", SET, "2")),
         ],
     )
+    records, errors = done.records, done.response
     assert errors == [
         None,
         ApiError(ErrorCode.policy_violation, "no changes to payments"),
@@ -91,12 +92,14 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
 
 def test_legacy_replaces_the_whole_set_and_unchanged_topic_keys_write_nothing() -> None:
     manager = ConfigControlManager(node_id=1, static={})
-    records, errors = manager.alter(
+    done = manager.alter(
         image(), [ConfigAlteration(T, "orders", configs={"retention.ms": "5000", "segment.ms": "60000"})]
     )
+    records, errors = done.records, done.response
     assert errors == [None]
     assert [(r.name, r.value) for r in records] == [("segment.ms", "60000")]
-    records, errors = manager.alter(image(), [ConfigAlteration(T, "orders", configs={})])
+    done = manager.alter(image(), [ConfigAlteration(T, "orders", configs={})])
+    records, errors = done.records, done.response
     assert [(r.name, r.value) for r in records] == [("retention.ms", None)]
 
 
@@ -104,10 +107,12 @@ def test_more_than_ten_thousand_records_fail_the_whole_request() -> None:
     manager = ConfigControlManager(node_id=1, static={})
     exactly = [incremental(B, "", *[(f"k{j}", SET, "v") for j in range(5000)]), incremental(B, "1", *[
         (f"k{j}", SET, "v") for j in range(5000)])]  # fmt: skip
-    records, errors = manager.alter(image(), exactly)
+    done = manager.alter(image(), exactly)
+    records, errors = done.records, done.response
     assert len(records) == 10_000 and errors == [None, None]
     huge = [incremental(B, "", *[(f"k{i}.{j}", SET, "v") for j in range(5001)]) for i in range(2)]
-    records, errors = manager.alter(image(), huge)
+    done = manager.alter(image(), huge)
+    records, errors = done.records, done.response
     too_large = ApiError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
     assert records == [] and errors == [too_large, too_large]
 
@@ -116,7 +121,8 @@ def test_resolver_is_shared_until_the_configs_change() -> None:
     manager = ConfigControlManager(node_id=1, static={"log.retention.hours": "1"})
     first = image()
     assert manager.resolver(first) is manager.resolver(first)
-    records, _ = manager.alter(first, [incremental(B, "1", ("log.retention.ms", SET, "1000"))])
+    done = manager.alter(first, [incremental(B, "1", ("log.retention.ms", SET, "1000"))])
+    records, _ = done.records, done.response
     second = apply(first, records)
     assert manager.resolver(second) is not manager.resolver(first)
     assert manager.resolver(second).topic_log_defaults()["retention.ms"] == "1000"
