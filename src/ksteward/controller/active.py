@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ksteward.controller.acls import AclControlManager
+from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
@@ -62,6 +63,10 @@ class Controller:
         if result.records and not validate_only:
             await self.writer.append(list(result.records))
         return result.response
+
+    async def bootstrap(self, broker: BrokerRegistration | None) -> None:
+        """Before the listeners open: finalize metadata.version on a new log, register this broker."""
+        await self._commit(bootstrap(self.writer.latest, broker))
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
