@@ -124,8 +124,7 @@ class ConfigControlManager:
             metadata = AlterConfigRequestMetadata(ConfigResource(rtype, name), result.policy_configs, result.configs)
             refused = policy_error(policy, metadata)
             if refused is not None:
-                code, message = refused
-                return ApiError(code, message or "")
+                return ApiError(refused.code, refused.message or "")
         return result
 
     def _validate(

@@ -170,3 +170,8 @@ NameFilter = Callable[[Collection[str]], Set[str]]
 """An authorization decision: the names, among those given, the caller is allowed the operation on."""
 QuotaCharge = Callable[[int], ApiError | None]
 """Charges that many partitions to the controller mutation quota (KIP-599); an error refuses the topic."""
+
+
+def allowed(names: Collection[str], decide: NameFilter | None) -> Set[str]:
+    """The names ``decide`` allows among ``names``; None allows all."""
+    return set(names) if decide is None else set(decide(names)) & set(names)
