@@ -1,4 +1,6 @@
-"""DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44): spec §2.1-§2.5.
+"""DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44).
+
+See docs/topics-and-configs.md, "Config alter path" and "Config authorization".
 
 DescribeConfigs is served from this node's image. The two alter RPCs run the broker's preprocessing
 here (duplicate resources, duplicate keys and null values, BROKER_LOGGER applied on the spot, the
@@ -62,7 +64,8 @@ def _unsupported(rtype: ConfigResourceType) -> ApiError:
 
 
 def _may(node: Node, ctx: RequestContext, op: AclOperation, rtype: ConfigResourceType, name: str) -> bool:
-    """Kafka's per-type check (§2.5): the topic or group itself, else the cluster."""
+    """Kafka's per-type check (docs/topics-and-configs.md, "Config authorization"): the topic or group itself, else
+    the cluster."""
     if rtype is T:
         return authorize(node, ctx, op, ResourceType.TOPIC, name)
     if rtype is ConfigResourceType.GROUP:
@@ -167,8 +170,8 @@ def _broker_preprocess(
     node: Node, resolver: ConfigResolver, name: str, ops: Sequence[AlterConfigOp] | None,
     configs: dict[str, str | None] | None,
 ) -> ApiError | None:  # fmt: skip
-    """The broker's own check of a BROKER change (§2.4 step 1): the name, then the resulting dynamic map
-    as a broker config and as a reconfiguration of this node."""
+    """The broker's own check of a BROKER change (``ConfigAdminManager.preprocess``): the name, then the resulting
+    dynamic map as a broker config and as a reconfiguration of this node."""
     node_id = node.config.node_id
     if name:
         error = _node_id(name, node_id)
@@ -235,7 +238,8 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
         if error is not None:
             outcomes[index] = error
             continue
-        # What a controller checks before its ConfigurationControlManager (§2.4 step 3).
+        # What a controller checks before its ConfigurationControlManager
+        # (``ControllerApis.handleIncrementalAlterConfigs``).
         if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
             outcomes[index] = ApiError(*_denied(rtype))
             continue

@@ -1,4 +1,5 @@
-"""BROKER_LOGGER: this node's own Python loggers, described and changed at run time (spec §2.1, §2.3).
+"""BROKER_LOGGER: this node's own Python loggers, described and changed at run time (KIP-412;
+docs/topics-and-configs.md, "Config alter path").
 
 Kafka exposes its log4j loggers; ksteward exposes the ``root`` logger and every ``ksteward.*`` logger,
 with Kafka's level names. Python's levels map onto them one to one (``TRACE`` is registered as level 5,

@@ -1,4 +1,5 @@
-"""AlterConfigs and IncrementalAlterConfigs applied to one resource's stored overrides (§2.2, §2.3).
+"""AlterConfigs and IncrementalAlterConfigs applied to one resource's stored overrides (Kafka's
+``ConfigurationControlManager``; docs/topics-and-configs.md, "Config alter path").
 
 Pure functions: the stored dynamic configs of one resource (a TOPIC's overrides, or BROKER ``"<id>"``
 or ``""``) and the request's entries in, the new full set of overrides and the records to write out::
@@ -49,7 +50,7 @@ _UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when process
 
 
 class AlterConfigOpType(enum.IntEnum):
-    """IncrementalAlterConfigs ``ConfigOperation`` (§1.4)."""
+    """IncrementalAlterConfigs ``ConfigOperation`` (Kafka's ``AlterConfigOp.OpType``)."""
 
     SET = 0
     DELETE = 1
@@ -92,7 +93,7 @@ class AlterResult:
 
     @property
     def policy_configs(self) -> dict[str, str | None]:
-        """What the AlterConfigPolicy sees (§2.7): the keys the request changed, None for a deletion."""
+        """What the AlterConfigPolicy sees (KIP-133, KAFKA-14195): the keys the request changed, None for a deletion."""
         return {c.name: c.value for c in self.changes if not c.implicit}
 
     def __repr__(self) -> str:
@@ -137,7 +138,8 @@ def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ApiError 
 
 
 def _schema(resource_type: ConfigResourceType) -> Mapping[str, ConfigKey]:
-    """The keys the controller can split into lists: none for GROUP and CLIENT_METRICS (§2.3)."""
+    """The keys the controller can split into lists: none for GROUP and CLIENT_METRICS (the controller has no
+    schema for them)."""
     if resource_type is ConfigResourceType.TOPIC:
         return TOPIC_CONFIGS
     if resource_type is ConfigResourceType.BROKER:

@@ -58,7 +58,7 @@ decided in one place, :func:`ksteward.configs.sensitive.is_sensitive`."""
 
 
 class ConfigResourceType(enum.IntEnum):
-    """``ConfigResource.Type``: the int8 resource type of the config RPCs and of ConfigRecord (§1.1)."""
+    """``ConfigResource.Type``: the int8 resource type of the config RPCs and of ConfigRecord."""
 
     UNKNOWN = 0
     TOPIC = 2
@@ -77,7 +77,7 @@ class ConfigResourceType(enum.IntEnum):
 
 
 class ConfigSource(enum.IntEnum):
-    """DescribeConfigs' ConfigSource (§1.2). Wire names; ``DYNAMIC_TOPIC_CONFIG`` is the admin-client name of 1."""
+    """DescribeConfigs' ConfigSource. Wire names; ``DYNAMIC_TOPIC_CONFIG`` is the admin-client name of 1."""
 
     UNKNOWN = 0
     TOPIC_CONFIG = 1
@@ -92,7 +92,7 @@ class ConfigSource(enum.IntEnum):
 
 
 class ConfigType(enum.IntEnum):
-    """ConfigDef's types, valued as DescribeConfigs v3+ ``ConfigType`` (§1.3); UNKNOWN for an undefined key."""
+    """ConfigDef's types, valued as DescribeConfigs v3+ ``ConfigType``; UNKNOWN for an undefined key."""
 
     UNKNOWN = 0
     BOOLEAN = 1
@@ -323,7 +323,8 @@ class ConfigKey:
 
     ``default`` is the default as Kafka writes it (``ConfigDef.convertToString``); ``None`` when the
     default is null. ``update_mode`` is for broker configs (None on topic configs, which are all
-    alterable). ``synonyms`` lists, for a topic config, its broker configs in priority order (§2.6)."""
+    alterable). ``synonyms`` lists, for a topic config, its broker configs in priority order
+    (``ServerTopicConfigSynonyms``)."""
 
     name: str
     type: ConfigType

@@ -1,4 +1,5 @@
-"""Effective config values, their sources and their synonyms, as DescribeConfigs reports them (§2.1, §2.6).
+"""Effective config values, their sources and their synonyms, as DescribeConfigs reports them
+(docs/topics-and-configs.md, "Effective values and synonyms").
 
 A node's broker-level layers are, highest priority first: its dynamic per-broker configs (BROKER
 ``"<id>"``), the dynamic cluster defaults (BROKER ``""``), its static ``server.properties`` and the
@@ -262,7 +263,8 @@ class ConfigResolver:
 
     def _chain(self, primaries: tuple[str, ...], sensitive: bool) -> tuple[ConfigSynonym, ...]:
         """Kafka's ``configSynonyms``: every source (per-broker, cluster default, static, default) in turn,
-        every same-meaning name in turn, then leading entries dropped up to the primary name (§2.6)."""
+        every same-meaning name in turn, then leading entries dropped up to the primary name
+        (docs/topics-and-configs.md)."""
         if not primaries:
             return ()
         primary = primaries[0]

@@ -6,7 +6,7 @@ Kafka 4.0 removed ``message.format.version``, ``message.timestamp.difference.max
 the order values are checked in.
 
 ``validate_topic_configs`` is what the controller runs on the resulting override map of a create or
-an alter (§3.2): names, then each value, then the cross-field rules::
+an alter (Kafka's ``LogConfig.validate``): names, then each value, then the cross-field rules::
 
     >>> validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}).message
     'conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)'
@@ -189,7 +189,7 @@ def validate_topic_configs(
     existing: Mapping[str, str] | None = None,
     remote_storage_system_enabled: bool = False,
 ) -> ApiError | None:
-    """The controller's check of a topic's resulting override map (§3.2), first failure wins.
+    """The controller's check of a topic's resulting override map (``LogConfig.validate``), first failure wins.
 
     ``log_defaults`` are the node's inherited values by topic key (``ConfigResolver.topic_log_defaults``),
     over which ``configs`` is laid for the value and cross-field checks; ``existing`` is the topic's

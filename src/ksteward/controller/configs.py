@@ -1,5 +1,5 @@
-"""AlterConfigs and IncrementalAlterConfigs on the controller (spec §2.4 step 4): Kafka's
-ConfigurationControlManager.
+"""AlterConfigs and IncrementalAlterConfigs on the controller: Kafka's ConfigurationControlManager
+(docs/topics-and-configs.md, "Config alter path").
 
 Each resource is handled on its own: the operations are applied to the resource's stored overrides,
 the resulting map is validated (the controller's ConfigurationValidator), the resource must exist, and

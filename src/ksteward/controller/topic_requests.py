@@ -22,7 +22,8 @@ from ksteward.controller.result import NO_ERROR, ApiError
 
 @dataclass(frozen=True, slots=True)
 class TopicSettings:
-    """The controller's static settings that shape topic administration (spec §3.5)."""
+    """The controller's static settings that shape topic administration (docs/topics-and-configs.md, "Controller-side
+    static settings")."""
 
     default_num_partitions: int = 1
     default_replication_factor: int = 1

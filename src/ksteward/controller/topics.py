@@ -1,9 +1,10 @@
 """Topic administration on the controller: CreateTopics, DeleteTopics and CreatePartitions (KRaft).
 
 Pure record generation, as Kafka's ``ReplicationControlManager`` with the request-level steps of
-``ControllerApis`` (spec §4.3-§4.6): given the current image and a request, return the records to
-commit as one atomic batch and one result per topic. Nothing here touches the log; the caller appends
-``records`` (empty for validate-only requests) and answers once they are durable::
+``ControllerApis`` (docs/topics-and-configs.md, "CreateTopics on the controller"): given the current
+image and a request, return the records to commit as one atomic batch and one result per topic.
+Nothing here touches the log; the caller appends ``records`` (empty for validate-only requests) and
+answers once they are durable::
 
     topics = TopicControlManager(TopicSettings.from_config(cfg.static), Policies.from_config(cfg.static),
                                  validate_configs=catalog.validate_new_topic, describe_configs=catalog.describe_new)
@@ -151,8 +152,8 @@ class TopicControlManager:
         charge: QuotaCharge | None = None,
         describe_created: bool = True,
     ) -> ControllerResult[tuple[CreateTopicResult, ...]]:
-        """CreateTopics v2-v7 (spec §4.5). Results: the topics that reached the controller logic in
-        request order, then one "Duplicate topic name." per duplicated name, then the refused
+        """CreateTopics v2-v7 (``ReplicationControlManager.createTopics``). Results: the topics that reached the
+        controller logic in request order, then one "Duplicate topic name." per duplicated name, then the refused
         ``__cluster_metadata`` and unauthorized topics, as Kafka orders them."""
         unique: dict[str, None] = {}
         duplicates: dict[str, None] = {}
@@ -238,7 +239,7 @@ class TopicControlManager:
 
     def _check_configs(self, topic: str, configs: Mapping[str, str]) -> ApiError | None:
         """The configs of a new topic, as an incremental SET on a new resource: the catalog's validator,
-        then the AlterConfigPolicy (spec §4.5 step 4, §2.7)."""
+        then the AlterConfigPolicy (docs/topics-and-configs.md, "What the AlterConfigPolicy sees")."""
         if self.validate_configs is not None:
             problem = self.validate_configs(topic, configs)
             if problem is not None:

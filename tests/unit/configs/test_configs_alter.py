@@ -1,4 +1,4 @@
-"""AlterConfigs (whole-set replacement) and IncrementalAlterConfigs (SET/DELETE/APPEND/SUBTRACT), §2.2-§2.3."""
+"""AlterConfigs (whole-set replacement) and IncrementalAlterConfigs (SET/DELETE/APPEND/SUBTRACT)."""
 
 from __future__ import annotations
 

@@ -105,12 +105,12 @@ CASES: list[tuple[str, ConfigResourceType, str, str, Rule | ApiError | None]] = 
         INVALID_REQUEST, bad("principal.builder.class", "not a class", "Class not a class could not be found."))),
     ("valid-string", BROKER, "listener.name.ext.ssl.client.auth", "maybe", ApiError(
         INVALID_REQUEST, bad("ssl.client.auth", "maybe", "String must be one of: required, requested, none"))),
-    # Names (§3.2.1, §3.3.1): unknown topic keys are refused, unknown broker keys are custom configs
+    # Names: unknown topic keys are refused, unknown broker keys are custom configs
     ("name", TOPIC, "retention.hours", "1", ApiError(INVALID_CONFIG, "Unknown topic config name: retention.hours")),
     ("name", TOPIC, "message.format.version", "3.0",
      ApiError(INVALID_CONFIG, "Unknown topic config name: message.format.version")),
     ("name", BROKER, "my.custom.plugin.setting", "anything", None),
-    # Broker rules (§3.3)
+    # Broker rules (docs/topics-and-configs.md, "Dynamic broker configs")
     ("read-only", BROKER, "log.retention.hours", "1",
      ApiError(INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.hours)")),
     ("read-only", BROKER, "num.partitions", "3",
@@ -199,7 +199,7 @@ def test_null_topic_values_are_refused() -> None:
 
 
 def test_min_insync_replicas_is_not_checked_against_anything_else() -> None:
-    # §3.2.4: Kafka accepts min.insync.replicas above the replication factor; only >= 1 is enforced
+    # Kafka accepts min.insync.replicas above the replication factor; only >= 1 is enforced
     assert validate_topic_configs({"min.insync.replicas": "100"}) is None
 
 

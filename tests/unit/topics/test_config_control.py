@@ -1,5 +1,5 @@
-"""AlterConfigs / IncrementalAlterConfigs on the controller (spec §2.4 step 4), the ConfigGuardPolicy and
-BROKER_LOGGER levels."""
+"""AlterConfigs / IncrementalAlterConfigs on the controller (``ConfigurationControlManager``), the
+ConfigGuardPolicy and BROKER_LOGGER levels."""
 
 from __future__ import annotations
 

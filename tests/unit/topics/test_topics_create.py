@@ -1,4 +1,5 @@
-"""CreateTopics on the controller (spec §4.5): checks in Kafka's order, codes and messages, records, policies."""
+"""CreateTopics on the controller (docs/topics-and-configs.md): checks in Kafka's order, codes and messages, records,
+policies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DeleteTopics on the controller (spec §4.6), the DeleteTopicPolicy and v7 validate_only (KIP-934)."""
+"""DeleteTopics on the controller (docs/topics-and-configs.md), the DeleteTopicPolicy and v7 validate_only (KIP-934)."""
 
 from __future__ import annotations
 
