@@ -16,7 +16,7 @@ PLAINTEXT = Auth()
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-# ConfigSource (spec §1.2)
+# DescribeConfigs' ConfigSource
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT, STATIC, DEFAULT_CONFIG, LOGGER_CONFIG = 1, 2, 3, 4, 5, 6
 INVALID_REQUEST, INVALID_CONFIG, POLICY_VIOLATION, UNKNOWN_TOPIC, INVALID_TOPIC = 42, 40, 44, 3, 17
 WEEK_MS = "604800000"
@@ -166,7 +166,7 @@ def test_describe_alter_describe(server: KstewardServer, client: str) -> None:
     assert (before["value"], before["source"], before["default"]) == (WEEK_MS, DEFAULT_CONFIG, True)
     assert (after["value"], after["source"], after["default"]) == ("3600000", TOPIC_CONFIG, False)
     if before["synonyms"] is not None:  # librdkafka does not ask for synonyms
-        # Kafka's trimming quirk (spec §2.6 step 3): only log.retention.hours is set (by default), which is
+        # Kafka's synonym trimming (docs/topics-and-configs.md): only log.retention.hours is set (by default), which is
         # not the primary synonym log.retention.ms, so every broker synonym is dropped.
         assert before["synonyms"] == []
         assert after["synonyms"] == [("retention.ms", TOPIC_CONFIG)]
@@ -185,7 +185,7 @@ def test_append_and_subtract_cleanup_policy(server: KstewardServer) -> None:
         described = ConfigResource(ResourceType.TOPIC, "lists")
         return str(admin.describe_configs([described], request_timeout=10)[described].result()["cleanup.policy"].value)
 
-    # The base of an unset list key is the topic default, "delete" (spec §2.3).
+    # The base of an unset list key is the topic default, "delete" (docs/topics-and-configs.md).
     assert change(AlterConfigOpType.APPEND, "compact") == "delete,compact"
     assert change(AlterConfigOpType.APPEND, "compact") == "delete,compact"  # already there
     assert change(AlterConfigOpType.SUBTRACT, "delete") == "compact"

@@ -1,4 +1,6 @@
-"""DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44): spec §2.1-§2.5.
+"""DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44).
+
+See docs/topics-and-configs.md, "Config alter path" and "Config authorization".
 
 DescribeConfigs is served from this node's image. The two alter RPCs run the broker's preprocessing
 here (duplicate resources, duplicate keys and null values, BROKER_LOGGER applied on the spot, the
@@ -30,10 +32,11 @@ from ksteward.configs.alter import (
     check_legacy_request,
 )
 from ksteward.configs.broker_catalog import validate_broker_configs, validate_broker_reconfiguration
-from ksteward.configs.catalog import ConfigError, ConfigResourceType, ConfigSource, ConfigType, java_int
+from ksteward.configs.catalog import ConfigResourceType, ConfigSource, ConfigType, java_int
 from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
 from ksteward.configs.sensitive import is_sensitive
 from ksteward.controller.configs import ConfigAlteration
+from ksteward.controller.result import ApiError
 from ksteward.controller.topic_names import validation_error
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
@@ -51,16 +54,17 @@ _DENIED: Final = {
 _CLUSTER_DENIED: Final = (ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
 
 
-def _invalid(message: str) -> ConfigError:
-    return ConfigError(ErrorCode.invalid_request, message)
+def _invalid(message: str) -> ApiError:
+    return ApiError(ErrorCode.invalid_request, message)
 
 
-def _unsupported(rtype: ConfigResourceType) -> ConfigError:
+def _unsupported(rtype: ConfigResourceType) -> ApiError:
     return _invalid(f"{rtype.name} configs are not supported by ksteward")
 
 
 def _may(node: Node, ctx: RequestContext, op: AclOperation, rtype: ConfigResourceType, name: str) -> bool:
-    """Kafka's per-type check (§2.5): the topic or group itself, else the cluster."""
+    """Kafka's per-type check (docs/topics-and-configs.md, "Config authorization"): the topic or group itself, else
+    the cluster."""
     if rtype is T:
         return authorize(node, ctx, op, ResourceType.TOPIC, name)
     if rtype is ConfigResourceType.GROUP:
@@ -72,7 +76,7 @@ def _denied(rtype: ConfigResourceType) -> tuple[ErrorCode, str]:
     return _DENIED.get(rtype, _CLUSTER_DENIED)
 
 
-def _node_id(name: str, node_id: int, *, noun: str = "Node", expected: str = "{id}, but") -> ConfigError | None:
+def _node_id(name: str, node_id: int, *, noun: str = "Node", expected: str = "{id}, but") -> ApiError | None:
     """A BROKER or BROKER_LOGGER name must be this node's id (Scala ``toInt``). The alter path's words are
     the defaults; DescribeConfigs words them ``Broker id ...`` and ``expected N or empty string, but``."""
     requested = java_int(name)
@@ -102,14 +106,14 @@ def _logger_entries(keys: Sequence[str] | None) -> list[ConfigEntryView]:
 def _describe_one(
     node: Node, resolver: ConfigResolver, rtype: ConfigResourceType, name: str, keys: Sequence[str] | None,
     synonyms: bool, documentation: bool,
-) -> list[ConfigEntryView] | ConfigError:  # fmt: skip
+) -> list[ConfigEntryView] | ApiError:  # fmt: skip
     node_id = node.config.node_id
     if rtype is T:
         message = validation_error(name)
         if message is not None:
-            return ConfigError(ErrorCode.invalid_topic_exception, message)
+            return ApiError(ErrorCode.invalid_topic_exception, message)
         if name not in node.image.topics.by_name:
-            return ConfigError(ErrorCode.unknown_topic_or_partition, "")
+            return ApiError(ErrorCode.unknown_topic_or_partition, "")
         overrides = node.image.configs.get((int(T), name), {})
         return resolver.describe_topic(
             overrides, include_synonyms=synonyms, include_documentation=documentation, keys=keys
@@ -149,7 +153,7 @@ async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any)
             continue
         keys = resource.configuration_keys or None
         outcome = _describe_one(node, resolver, rtype, name, keys, synonyms, documentation)
-        if isinstance(outcome, ConfigError):
+        if isinstance(outcome, ApiError):
             results.append((outcome.code, outcome.message, rtype, name, ()))
         else:
             results.append((ErrorCode.none, "", rtype, name, outcome))
@@ -164,19 +168,19 @@ async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any)
 def _broker_preprocess(
     node: Node, resolver: ConfigResolver, name: str, ops: Sequence[AlterConfigOp] | None,
     configs: dict[str, str | None] | None,
-) -> ConfigError | None:  # fmt: skip
-    """The broker's own check of a BROKER change (§2.4 step 1): the name, then the resulting dynamic map
-    as a broker config and as a reconfiguration of this node."""
+) -> ApiError | None:  # fmt: skip
+    """The broker's own check of a BROKER change (``ConfigAdminManager.preprocess``): the name, then the resulting
+    dynamic map as a broker config and as a reconfiguration of this node."""
     node_id = node.config.node_id
     if name:
         error = _node_id(name, node_id)
         if error is not None:
             return error
     level = node.image.configs.get((int(B), name), {})
-    result: AlterResult | ConfigError
+    result: AlterResult | ApiError
     if ops is not None:
         result = apply_incremental(B, level, ops, broker_preprocess=True)
-        if isinstance(result, ConfigError):
+        if isinstance(result, ApiError):
             return result
         proposed = dict(result.configs)
     else:
@@ -199,7 +203,7 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
     validate_only = bool(request.validate_only)
     resources = list(request.resources)
     seen = Counter((r.resource_type, r.resource_name) for r in resources)
-    outcomes: list[ConfigError | None] = [None] * len(resources)
+    outcomes: list[ApiError | None] = [None] * len(resources)
     pending: list[tuple[int, ConfigAlteration]] = []
     resolver = node.controller.configs.resolver(node.image)
     for index, resource in enumerate(resources):
@@ -219,7 +223,7 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
         if error is None and rtype is BL and incremental:
             assert ops is not None
             if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
-                error = ConfigError(*_CLUSTER_DENIED)
+                error = ApiError(*_CLUSTER_DENIED)
             else:
                 error = _node_id(name, node.config.node_id) or alter_logger_levels(ops, validate_only=validate_only)
             outcomes[index] = error
@@ -233,9 +237,10 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
         if error is not None:
             outcomes[index] = error
             continue
-        # What a controller checks before its ConfigurationControlManager (§2.4 step 3).
+        # What a controller checks before its ConfigurationControlManager
+        # (``ControllerApis.handleIncrementalAlterConfigs``).
         if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
-            outcomes[index] = ConfigError(*_denied(rtype))
+            outcomes[index] = ApiError(*_denied(rtype))
             continue
         pending.append((index, ConfigAlteration(rtype, name, ops=ops, configs=configs)))
     if pending:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from ksteward.authorizer import StandardAuthorizer
 from ksteward.authorizer.audit import AuditLogWriter
 from ksteward.configs.server_config import ServerConfig
-from ksteward.controller.quorum import Controller
+from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
 
 

@@ -1,4 +1,5 @@
-"""BROKER_LOGGER: this node's own Python loggers, described and changed at run time (spec §2.1, §2.3).
+"""BROKER_LOGGER: this node's own Python loggers, described and changed at run time (KIP-412;
+docs/topics-and-configs.md, "Config alter path").
 
 Kafka exposes its log4j loggers; ksteward exposes the ``root`` logger and every ``ksteward.*`` logger,
 with Kafka's level names. Python's levels map onto them one to one (``TRACE`` is registered as level 5,
@@ -16,7 +17,7 @@ from typing import Final
 from kio.schema.errors import ErrorCode
 
 from ksteward.configs.alter import AlterConfigOp, AlterConfigOpType
-from ksteward.configs.catalog import ConfigError
+from ksteward.protocol.api_error import ApiError
 
 __all__ = ["LEVELS", "ROOT_LOGGER", "alter_logger_levels", "logger_levels"]
 
@@ -56,30 +57,30 @@ def logger_levels() -> dict[str, str]:
     return {name: _kafka_level(loggers[name].getEffectiveLevel()) for name in names}
 
 
-def _check(op: AlterConfigOp, loggers: dict[str, logging.Logger]) -> ConfigError | None:
+def _check(op: AlterConfigOp, loggers: dict[str, logging.Logger]) -> ApiError | None:
     kind = op.op
     if kind in (AlterConfigOpType.APPEND, AlterConfigOpType.SUBTRACT):
         name = AlterConfigOpType(kind).name
-        return ConfigError(ErrorCode.invalid_request, f"{name} operation is not allowed for the BROKER_LOGGER resource")
+        return ApiError(ErrorCode.invalid_request, f"{name} operation is not allowed for the BROKER_LOGGER resource")
     if kind not in (AlterConfigOpType.SET, AlterConfigOpType.DELETE):
         message = f"Unknown operation type {kind} is not allowed for the BROKER_LOGGER resource"
-        return ConfigError(ErrorCode.invalid_request, message)
+        return ApiError(ErrorCode.invalid_request, message)
     if op.name not in loggers:
-        return ConfigError(ErrorCode.invalid_config, f"Logger {op.name} does not exist!")
+        return ApiError(ErrorCode.invalid_config, f"Logger {op.name} does not exist!")
     if kind == AlterConfigOpType.DELETE:
         if op.name == ROOT_LOGGER:
-            return ConfigError(ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed")
+            return ApiError(ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed")
         return None
     if op.value not in LEVELS:
         message = (
             f"Cannot set the log level of {op.name} to {op.value} as it is not a supported log level. "
             f"Valid log levels are {_VALID}"
         )
-        return ConfigError(ErrorCode.invalid_config, message)
+        return ApiError(ErrorCode.invalid_config, message)
     return None
 
 
-def alter_logger_levels(ops: Sequence[AlterConfigOp], *, validate_only: bool) -> ConfigError | None:
+def alter_logger_levels(ops: Sequence[AlterConfigOp], *, validate_only: bool) -> ApiError | None:
     """Check every operation, then (unless ``validate_only``) apply them all; the first failure wins and
     nothing is changed."""
     loggers = _loggers()

@@ -66,4 +66,6 @@ async def handle_alter_user_scram_credentials(node: Node, ctx: RequestContext, r
             for u in dict.fromkeys(users)
         ]
         return build(cls, {"results": results})
-    return build(cls, await node.controller.alter_user_scram_credentials(request))
+    outcomes = await node.controller.alter_user_scram_credentials(request)
+    results = [{"user": r.user, "error_code": r.error.code, "error_message": r.error.message} for r in outcomes]
+    return build(cls, {"results": results})

@@ -1,10 +1,10 @@
 """CreateTopics (19), DeleteTopics (20) and CreatePartitions (37).
 
 The controller validates and writes the records; this layer decides who may do what and passes
-those decisions in as name filters, because Kafka interleaves them with its other checks (spec
-§4.7): CREATE on the cluster or on each topic, DELETE on the topic, ALTER on the topic for new
-partitions, DESCRIBE to tell an unknown topic from an unauthorized one, DESCRIBE_CONFIGS to show
-a created topic's configs.
+those decisions in as name filters, because Kafka interleaves them with its other checks: CREATE on
+the cluster or on each topic, DELETE on the topic, ALTER on the topic for new partitions, DESCRIBE to
+tell an unknown topic from an unauthorized one, DESCRIBE_CONFIGS to show a created topic's configs
+(docs/topics-and-configs.md, "Topic authorization").
 
 Each partition created or deleted is charged to the caller's controller mutation quota (KIP-599),
 strictly from CreateTopics v6, DeleteTopics v5 and CreatePartitions v3; the throttle time is reported.
@@ -43,7 +43,8 @@ def _mutation_quota(node: Node, ctx: RequestContext) -> MutationQuotaRecorder:
 
 
 async def handle_create_topics(node: Node, ctx: RequestContext, request: Any) -> Any:
-    # CREATE on the cluster allows every topic; otherwise CREATE on each topic decides (spec §4.7).
+    # CREATE on the cluster allows every topic; otherwise CREATE on each topic decides
+    # (``ControllerApis.createTopics``).
     may_create: NameFilter = (
         set
         if authorize(node, ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_if_denied=False)

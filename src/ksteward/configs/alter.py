@@ -1,4 +1,5 @@
-"""AlterConfigs and IncrementalAlterConfigs applied to one resource's stored overrides (§2.2, §2.3).
+"""AlterConfigs and IncrementalAlterConfigs applied to one resource's stored overrides (Kafka's
+``ConfigurationControlManager``; docs/topics-and-configs.md, "Config alter path").
 
 Pure functions: the stored dynamic configs of one resource (a TOPIC's overrides, or BROKER ``"<id>"``
 or ``""``) and the request's entries in, the new full set of overrides and the records to write out::
@@ -26,8 +27,10 @@ from types import MappingProxyType
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .broker_catalog import BROKER_CONFIGS
-from .catalog import HIDDEN, ConfigError, ConfigKey, ConfigResourceType, java_split
+from .catalog import HIDDEN, ConfigKey, ConfigResourceType, java_split
 from .sensitive import is_sensitive, loggable_configs
 from .topic_catalog import TOPIC_CONFIGS
 
@@ -47,7 +50,7 @@ _UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when process
 
 
 class AlterConfigOpType(enum.IntEnum):
-    """IncrementalAlterConfigs ``ConfigOperation`` (§1.4)."""
+    """IncrementalAlterConfigs ``ConfigOperation`` (Kafka's ``AlterConfigOp.OpType``)."""
 
     SET = 0
     DELETE = 1
@@ -90,7 +93,7 @@ class AlterResult:
 
     @property
     def policy_configs(self) -> dict[str, str | None]:
-        """What the AlterConfigPolicy sees (§2.7): the keys the request changed, None for a deletion."""
+        """What the AlterConfigPolicy sees (KIP-133, KAFKA-14195): the keys the request changed, None for a deletion."""
         return {c.name: c.value for c in self.changes if not c.implicit}
 
     def __repr__(self) -> str:
@@ -102,15 +105,15 @@ def _change(resource_type: ConfigResourceType, name: str, value: str | None, imp
     return ConfigChange(name, value, implicit, is_sensitive(resource_type, name))
 
 
-def _invalid_request(message: str) -> ConfigError:
-    return ConfigError(ErrorCode.invalid_request, message)
+def _invalid_request(message: str) -> ApiError:
+    return ApiError(ErrorCode.invalid_request, message)
 
 
 def _duplicates(names: Sequence[str]) -> bool:
     return len(set(names)) != len(names)
 
 
-def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ConfigError | None:
+def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ApiError | None:
     """The broker's first checks of one IncrementalAlterConfigs resource: a key named twice, a null
     value for an operation other than DELETE, an unknown operation id. All INVALID_REQUEST."""
     if _duplicates([op.name for op in ops]):
@@ -124,7 +127,7 @@ def check_incremental_request(ops: Sequence[AlterConfigOp]) -> ConfigError | Non
     return None
 
 
-def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ConfigError | None:
+def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ApiError | None:
     """The broker's first checks of one AlterConfigs resource: a key named twice, a null value."""
     if _duplicates([name for name, _ in configs]):
         return _invalid_request("Error due to duplicate config keys")
@@ -135,7 +138,8 @@ def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ConfigErr
 
 
 def _schema(resource_type: ConfigResourceType) -> Mapping[str, ConfigKey]:
-    """The keys the controller can split into lists: none for GROUP and CLIENT_METRICS (§2.3)."""
+    """The keys the controller can split into lists: none for GROUP and CLIENT_METRICS (the controller has no
+    schema for them)."""
     if resource_type is ConfigResourceType.TOPIC:
         return TOPIC_CONFIGS
     if resource_type is ConfigResourceType.BROKER:
@@ -149,7 +153,7 @@ def apply_incremental(
     ops: Sequence[AlterConfigOp],
     *,
     broker_preprocess: bool = False,
-) -> AlterResult | ConfigError:
+) -> AlterResult | ApiError:
     """Apply SET, DELETE, APPEND and SUBTRACT to the stored overrides ``current`` of one resource.
 
     * SET stores the value; DELETE removes the key (its value is ignored, KAFKA-13490; an absent key
@@ -180,14 +184,14 @@ def apply_incremental(
             key = schema.get(op.name)
             if broker_preprocess and resource_type is ConfigResourceType.BROKER:
                 if key is None:  # upstream quirk: a map lookup throws
-                    return ConfigError(ErrorCode.unknown_server_error, _UNKNOWN_SERVER_ERROR)
+                    return ApiError(ErrorCode.unknown_server_error, _UNKNOWN_SERVER_ERROR)
                 if not key.is_list:
-                    return ConfigError(
+                    return ApiError(
                         ErrorCode.invalid_config,
                         f"Config value {kind.name.lower()} is not allowed for config key: {op.name}",
                     )
             if key is None or not key.is_list:
-                return ConfigError(
+                return ApiError(
                     ErrorCode.invalid_config, f"Can't {kind.name} to key {op.name} because its type is not LIST."
                 )
             base = old if old is not None else key.default

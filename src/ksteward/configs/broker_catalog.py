@@ -1,12 +1,13 @@
-"""Broker configs (resource BROKER): the dynamic ones of Kafka 4.x (§3.3) and the static ones that shape
-admin behaviour (§3.5), plus the static keys ksteward itself reads and the synonyms the log defaults have.
+"""Broker configs (resource BROKER): the dynamic ones of Kafka 4.x (``DynamicBrokerConfig``) and the static
+ones that shape admin behaviour (docs/topics-and-configs.md), plus the static keys ksteward itself reads and the
+synonyms the log defaults have.
 
 A key is dynamic when its :class:`~.catalog.UpdateMode` is per-broker or cluster-wide; every other key
 is read-only. Keys not in this catalog are "custom" broker configs: tolerated in AlterConfigs, reported
 with type UNKNOWN and, as Kafka does for a key it cannot type, as sensitive.
 
-``validate_broker_configs`` is the broker-side check of a BROKER alter (§3.3): its failures are
-INVALID_REQUEST, not INVALID_CONFIG (KAFKA-13609)::
+``validate_broker_configs`` is the broker-side check of a BROKER alter (docs/topics-and-configs.md, "Dynamic broker
+configs"): its failures are INVALID_REQUEST, not INVALID_CONFIG (KAFKA-13609)::
 
     >>> validate_broker_configs({"log.retention.hours": "1"}, cluster_default=True).message
     'Cannot update these configs dynamically: Set(log.retention.hours)'
@@ -21,8 +22,9 @@ from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .catalog import (
-    ConfigError,
     ConfigKey,
     ConfigType,
     Importance,
@@ -68,7 +70,7 @@ def _ge(n: int) -> Range:
 
 
 _KEYS: Final = (
-    # Log defaults: the first broker synonym of each topic config (§2.6), all cluster-wide.
+    # Log defaults: the first broker synonym of each topic config (``ServerTopicConfigSynonyms``), all cluster-wide.
     _k("log.segment.bytes", T.INT, "1073741824", _ge(1048576), HIGH, CW, "The maximum size of a single log file."),
     _k("log.roll.ms", T.LONG, None, None, HIGH, CW,
        "The maximum time before a new log segment is rolled out (in milliseconds)."),
@@ -246,7 +248,8 @@ _KEYS: Final = (
        "follower.replication.throttled.replicas topic config."),
     _k("replica.alter.log.dirs.io.max.bytes.per.second", T.LONG, LONG_MAX, _ge(0), MEDIUM, CW,
        "A long representing the upper bound (bytes/sec) on disk IO used for moving replica between log directories."),
-    # Static (read-only): §3.5, the synonyms of the log defaults, and the keys ksteward reads at start-up
+    # Static (read-only): the controller-side settings of docs/topics-and-configs.md, the synonyms of the log
+    # defaults, and the keys ksteward reads at start-up
     _k("num.partitions", T.INT, "1", _ge(1), MEDIUM, RO, "The default number of log partitions per topic."),
     _k("default.replication.factor", T.INT, "1", None, MEDIUM, RO,
        "The replication factor for automatically created topics, and for topics created with -1 as the "
@@ -385,13 +388,13 @@ def _per_broker_only(name: str) -> bool:
     return name in _PER_BROKER_CONFIGS or (base is not None and base not in _CLUSTER_LEVEL_LISTENER_CONFIGS)
 
 
-def validate_broker_configs(configs: Mapping[str, str], *, cluster_default: bool) -> ConfigError | None:
+def validate_broker_configs(configs: Mapping[str, str], *, cluster_default: bool) -> ApiError | None:
     """The broker's check of a BROKER resource's resulting dynamic configs (``DynamicBrokerConfig.validate``):
     no read-only keys, security keys only listener-prefixed, values of their type, no per-broker keys on the
     cluster default (resource ``""``). Unknown keys are custom configs and pass. Failures are INVALID_REQUEST."""
 
-    def invalid(message: str) -> ConfigError:
-        return ConfigError(ErrorCode.invalid_request, message)
+    def invalid(message: str) -> ApiError:
+        return ApiError(ErrorCode.invalid_request, message)
 
     read_only = [n for n in configs if n in BROKER_CONFIGS and not BROKER_CONFIGS[n].is_dynamic]
     if read_only:
@@ -439,11 +442,12 @@ _CLEANER_CONFIGS: Final = (
 )  # fmt: skip
 
 
-def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mapping[str, str]) -> ConfigError | None:
-    """The component checks a broker runs on a change (§3.3.5): the thread pools and the log cleaner may
-    shrink to half and grow to double. ``current`` and ``proposed`` are the node's effective values
-    (``ConfigResolver.broker_values``) before and after. The failure is INVALID_REQUEST, in the shape
-    Kafka's wrapping ``ConfigException("Invalid dynamic configuration", e)`` gives it."""
+def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mapping[str, str]) -> ApiError | None:
+    """The component checks a broker runs on a change (``DynamicThreadPool.validateReconfiguration``): the
+    thread pools and the log cleaner may shrink to half and grow to double. ``current`` and ``proposed``
+    are the node's effective values (``ConfigResolver.broker_values``) before and after. The failure is
+    INVALID_REQUEST, in the shape Kafka's wrapping ``ConfigException("Invalid dynamic configuration", e)``
+    gives it."""
 
     def value(values: Mapping[str, str], name: str) -> int:
         key = BROKER_CONFIGS[name]
@@ -454,8 +458,8 @@ def validate_broker_reconfiguration(current: Mapping[str, str], proposed: Mappin
         assert isinstance(parsed, int)
         return parsed
 
-    def failed(message: str) -> ConfigError:
-        return ConfigError(
+    def failed(message: str) -> ApiError:
+        return ApiError(
             ErrorCode.invalid_request,
             f"Invalid value org.apache.kafka.common.config.ConfigException: {message} "
             "for configuration Invalid dynamic configuration",

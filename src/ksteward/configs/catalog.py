@@ -29,9 +29,10 @@ from typing import Final, Protocol
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 __all__ = [
     "HIDDEN",
-    "ConfigError",
     "ConfigKey",
     "ConfigResourceType",
     "ConfigSource",
@@ -57,7 +58,7 @@ decided in one place, :func:`ksteward.configs.sensitive.is_sensitive`."""
 
 
 class ConfigResourceType(enum.IntEnum):
-    """``ConfigResource.Type``: the int8 resource type of the config RPCs and of ConfigRecord (§1.1)."""
+    """``ConfigResource.Type``: the int8 resource type of the config RPCs and of ConfigRecord."""
 
     UNKNOWN = 0
     TOPIC = 2
@@ -76,7 +77,7 @@ class ConfigResourceType(enum.IntEnum):
 
 
 class ConfigSource(enum.IntEnum):
-    """DescribeConfigs' ConfigSource (§1.2). Wire names; ``DYNAMIC_TOPIC_CONFIG`` is the admin-client name of 1."""
+    """DescribeConfigs' ConfigSource. Wire names; ``DYNAMIC_TOPIC_CONFIG`` is the admin-client name of 1."""
 
     UNKNOWN = 0
     TOPIC_CONFIG = 1
@@ -91,7 +92,7 @@ class ConfigSource(enum.IntEnum):
 
 
 class ConfigType(enum.IntEnum):
-    """ConfigDef's types, valued as DescribeConfigs v3+ ``ConfigType`` (§1.3); UNKNOWN for an undefined key."""
+    """ConfigDef's types, valued as DescribeConfigs v3+ ``ConfigType``; UNKNOWN for an undefined key."""
 
     UNKNOWN = 0
     BOOLEAN = 1
@@ -117,14 +118,6 @@ class UpdateMode(enum.Enum):
     READ_ONLY = "read-only"  # server.properties only
     PER_BROKER = "per-broker"  # dynamic, only on BROKER "<id>"
     CLUSTER_WIDE = "cluster-wide"  # dynamic, on BROKER "<id>" or the cluster default BROKER ""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigError:
-    """A per-resource failure: the Kafka error code and the message the client sees."""
-
-    code: ErrorCode
-    message: str
 
 
 class InvalidValue(Exception):
@@ -330,7 +323,8 @@ class ConfigKey:
 
     ``default`` is the default as Kafka writes it (``ConfigDef.convertToString``); ``None`` when the
     default is null. ``update_mode`` is for broker configs (None on topic configs, which are all
-    alterable). ``synonyms`` lists, for a topic config, its broker configs in priority order (§2.6)."""
+    alterable). ``synonyms`` lists, for a topic config, its broker configs in priority order
+    (``ServerTopicConfigSynonyms``)."""
 
     name: str
     type: ConfigType
@@ -366,12 +360,12 @@ class ConfigKey:
                 raise
         return value
 
-    def check(self, raw: str) -> ConfigError | None:
+    def check(self, raw: str) -> ApiError | None:
         """None when ``raw`` is a valid value, else INVALID_CONFIG with Kafka's message."""
         try:
             self.parse(raw)
         except InvalidValue as e:
-            return ConfigError(ErrorCode.invalid_config, e.message)
+            return ApiError(ErrorCode.invalid_config, e.message)
         return None
 
     def canonical(self, raw: str) -> str:

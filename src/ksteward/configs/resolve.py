@@ -1,4 +1,5 @@
-"""Effective config values, their sources and their synonyms, as DescribeConfigs reports them (§2.1, §2.6).
+"""Effective config values, their sources and their synonyms, as DescribeConfigs reports them
+(docs/topics-and-configs.md, "Effective values and synonyms").
 
 A node's broker-level layers are, highest priority first: its dynamic per-broker configs (BROKER
 ``"<id>"``), the dynamic cluster defaults (BROKER ``""``), its static ``server.properties`` and the
@@ -24,6 +25,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ksteward.protocol.api_error import ApiError
+
 from .broker_catalog import (
     BROKER_CONFIGS,
     BROKER_QUOTA_CONFIGS,
@@ -33,7 +36,7 @@ from .broker_catalog import (
     dynamic_layer,
     validate_broker_configs,
 )
-from .catalog import ConfigError, ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
+from .catalog import ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
 from .sensitive import is_sensitive, loggable_value
 from .topic_catalog import TOPIC_CONFIGS, validate_topic_config
 
@@ -260,7 +263,8 @@ class ConfigResolver:
 
     def _chain(self, primaries: tuple[str, ...], sensitive: bool) -> tuple[ConfigSynonym, ...]:
         """Kafka's ``configSynonyms``: every source (per-broker, cluster default, static, default) in turn,
-        every same-meaning name in turn, then leading entries dropped up to the primary name (§2.6)."""
+        every same-meaning name in turn, then leading entries dropped up to the primary name
+        (docs/topics-and-configs.md)."""
         if not primaries:
             return ()
         primary = primaries[0]
@@ -288,7 +292,7 @@ def config_key(resource_type: ConfigResourceType, name: str) -> ConfigKey | None
 
 def validate(
     resource_type: ConfigResourceType, name: str, value: str, *, cluster_default: bool = False
-) -> ConfigError | None:
+) -> ApiError | None:
     """One key's value for a TOPIC (INVALID_CONFIG: unknown key, bad value) or a BROKER resource
     (INVALID_REQUEST: read-only key, unprefixed security key, per-broker key on the cluster default
     ``cluster_default=True``, bad value; an unknown broker key is a custom config and passes). The

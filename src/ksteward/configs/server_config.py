@@ -177,14 +177,20 @@ def _endpoints(key: str, raw: str, protocols: Mapping[str, str]) -> tuple[Endpoi
     return tuple(endpoints)
 
 
-def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
-    """Validate ``props`` (a parsed properties file plus overrides) into a :class:`ServerConfig`."""
+def _process_roles(props: Mapping[str, str]) -> frozenset[str]:
     roles = frozenset(_csv(props.get("process.roles")))
     if not roles:
         raise ConfigError("process.roles is required: broker, controller, or broker,controller")
     if not roles <= {"broker", "controller"}:
         raise ConfigError(f"process.roles has unknown roles: {', '.join(sorted(roles - {'broker', 'controller'}))}")
-    node_id = _int(props, "node.id", minimum=0)
+    return roles
+
+
+def _listeners(
+    props: Mapping[str, str], roles: frozenset[str]
+) -> tuple[list[str], tuple[Endpoint, ...], dict[str, str]]:
+    """``controller.listener.names``, ``listeners`` and the protocol map; a controller's listener names
+    must be among its listeners."""
     controller_names = [n.upper() for n in _csv(props.get("controller.listener.names"))]
     if "controller" in roles and not controller_names:
         raise ConfigError("controller.listener.names is required when process.roles includes controller")
@@ -205,30 +211,48 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         missing = [n for n in controller_names if n not in names]
         if missing:
             raise ConfigError(f"controller.listener.names names {', '.join(missing)}, which listeners does not define")
-    client_listeners = tuple(e for e in listeners if e.name not in controller_names)
-    if "broker" in roles and not client_listeners:
-        raise ConfigError("a broker needs at least one listener that is not a controller listener")
-    if "advertised.listeners" in props:
-        advertised = _endpoints("advertised.listeners", props["advertised.listeners"], protocols)
-        for e in advertised:
-            if e.name not in names:
-                raise ConfigError(f"advertised.listeners names {e.name}, which listeners does not define")
-            if not e.host:
-                raise ConfigError(f"advertised.listeners entry {e} needs a host clients can reach")
-    else:
-        advertised = tuple(
-            Endpoint(e.name, e.host or "localhost", e.port, e.security_protocol) for e in client_listeners
-        )
+    return controller_names, listeners, protocols
+
+
+def _advertised_listeners(
+    props: Mapping[str, str], protocols: Mapping[str, str], names: set[str], client_listeners: tuple[Endpoint, ...]
+) -> tuple[Endpoint, ...]:
+    """``advertised.listeners``, or the client listeners with ``localhost`` for an empty host."""
+    if "advertised.listeners" not in props:
+        return tuple(Endpoint(e.name, e.host or "localhost", e.port, e.security_protocol) for e in client_listeners)
+    advertised = _endpoints("advertised.listeners", props["advertised.listeners"], protocols)
+    for e in advertised:
+        if e.name not in names:
+            raise ConfigError(f"advertised.listeners names {e.name}, which listeners does not define")
+        if not e.host:
+            raise ConfigError(f"advertised.listeners entry {e} needs a host clients can reach")
+    return advertised
+
+
+def _inter_broker_listener(
+    props: Mapping[str, str], roles: frozenset[str], names: set[str], client_listeners: tuple[Endpoint, ...]
+) -> str | None:
+    """``inter.broker.listener.name``; a broker without one uses its first PLAINTEXT client listener,
+    else its first client listener."""
     inter_broker = props.get("inter.broker.listener.name", "").strip().upper() or None
     if inter_broker is None and "broker" in roles:
         inter_broker = next((e.name for e in client_listeners if e.security_protocol == "PLAINTEXT"), None)
         inter_broker = inter_broker or client_listeners[0].name
     if inter_broker is not None and inter_broker not in names:
         raise ConfigError(f"inter.broker.listener.name {inter_broker} is not among listeners")
+    return inter_broker
+
+
+def _metadata_log_dir(props: Mapping[str, str]) -> str:
+    """``metadata.log.dir``, else the first of ``log.dirs``, else ``log.dir``, as Kafka falls back."""
     log_dir = props.get("metadata.log.dir", "").strip() or (_csv(props.get("log.dirs")) or [""])[0]
     log_dir = log_dir or props.get("log.dir", "").strip()
     if not log_dir:
         raise ConfigError("metadata.log.dir (or log.dirs) is required")
+    return log_dir
+
+
+def _sasl_mechanisms(props: Mapping[str, str], listeners: tuple[Endpoint, ...]) -> tuple[str, ...]:
     mechanisms = tuple(
         m.upper() for m in _csv(props.get("sasl.enabled.mechanisms", ",".join(SUPPORTED_SASL_MECHANISMS)))
     )
@@ -240,16 +264,44 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         )
     if any(e.uses_sasl for e in listeners) and not mechanisms:
         raise ConfigError("a SASL listener needs at least one mechanism in sasl.enabled.mechanisms")
+    return mechanisms
+
+
+def _super_users(props: Mapping[str, str]) -> frozenset[str]:
     super_users = frozenset(p.strip() for p in props.get("super.users", "").split(";") if p.strip())
     for principal in super_users:
         if ":" not in principal:
             raise ConfigError(f"super.users entry {principal!r} must be a principal such as User:admin")
+    return super_users
+
+
+def _authorizer_class_name(props: Mapping[str, str]) -> str:
     authorizer = props.get("authorizer.class.name", "").strip()
     if authorizer and authorizer not in STANDARD_AUTHORIZER_NAMES:
         raise ConfigError(
             f"authorizer.class.name {authorizer!r} is not supported; use "
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer or leave it empty"
         )
+    return authorizer
+
+
+def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
+    """Validate ``props`` (a parsed properties file plus overrides) into a :class:`ServerConfig`.
+
+    The steps run in this order, and the first problem found is the ConfigError raised."""
+    roles = _process_roles(props)
+    node_id = _int(props, "node.id", minimum=0)
+    controller_names, listeners, protocols = _listeners(props, roles)
+    names = {e.name for e in listeners}
+    client_listeners = tuple(e for e in listeners if e.name not in controller_names)
+    if "broker" in roles and not client_listeners:
+        raise ConfigError("a broker needs at least one listener that is not a controller listener")
+    advertised = _advertised_listeners(props, protocols, names, client_listeners)
+    inter_broker = _inter_broker_listener(props, roles, names, client_listeners)
+    log_dir = _metadata_log_dir(props)
+    mechanisms = _sasl_mechanisms(props, listeners)
+    super_users = _super_users(props)
+    authorizer = _authorizer_class_name(props)
     return ServerConfig(
         process_roles=roles,
         node_id=node_id,

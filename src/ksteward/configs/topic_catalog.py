@@ -6,7 +6,7 @@ Kafka 4.0 removed ``message.format.version``, ``message.timestamp.difference.max
 the order values are checked in.
 
 ``validate_topic_configs`` is what the controller runs on the resulting override map of a create or
-an alter (§3.2): names, then each value, then the cross-field rules::
+an alter (Kafka's ``LogConfig.validate``): names, then each value, then the cross-field rules::
 
     >>> validate_topic_configs({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}).message
     'conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)'
@@ -21,8 +21,9 @@ from typing import Final
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
+
 from .catalog import (
-    ConfigError,
     ConfigKey,
     ConfigType,
     InvalidValue,
@@ -173,11 +174,11 @@ _COPY_DISABLED = (
 )
 
 
-def validate_topic_config(name: str, value: str) -> ConfigError | None:
+def validate_topic_config(name: str, value: str) -> ApiError | None:
     """One key: INVALID_CONFIG ``Unknown topic config name: X`` or Kafka's invalid-value message."""
     key = TOPIC_CONFIGS.get(name)
     if key is None:
-        return ConfigError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+        return ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     return key.check(value)
 
 
@@ -187,18 +188,18 @@ def validate_topic_configs(
     log_defaults: Mapping[str, str] | None = None,
     existing: Mapping[str, str] | None = None,
     remote_storage_system_enabled: bool = False,
-) -> ConfigError | None:
-    """The controller's check of a topic's resulting override map (§3.2), first failure wins.
+) -> ApiError | None:
+    """The controller's check of a topic's resulting override map (``LogConfig.validate``), first failure wins.
 
     ``log_defaults`` are the node's inherited values by topic key (``ConfigResolver.topic_log_defaults``),
     over which ``configs`` is laid for the value and cross-field checks; ``existing`` is the topic's
     stored overrides before the change (for turning remote storage off). All failures are INVALID_CONFIG."""
     nulls = [name for name, value in configs.items() if value is None]
     if nulls:
-        return ConfigError(ErrorCode.invalid_config, "Null value not supported for topic configs: " + ",".join(nulls))
+        return ApiError(ErrorCode.invalid_config, "Null value not supported for topic configs: " + ",".join(nulls))
     for name in configs:
         if name not in TOPIC_CONFIGS:
-            return ConfigError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
+            return ApiError(ErrorCode.invalid_config, f"Unknown topic config name: {name}")
     defaults = log_defaults or {}
     parsed: dict[str, object] = {}
     try:
@@ -213,9 +214,9 @@ def validate_topic_configs(
                 parsed[name] = _parse(name, key.default or "")
         _check_cross_field(parsed, existing or {}, remote_storage_system_enabled)
     except InvalidValue as e:
-        return ConfigError(ErrorCode.invalid_config, e.message)
+        return ApiError(ErrorCode.invalid_config, e.message)
     except _CrossFieldError as e:
-        return ConfigError(ErrorCode.invalid_config, str(e))
+        return ApiError(ErrorCode.invalid_config, str(e))
     return None
 
 

@@ -1,5 +1,5 @@
-"""AlterConfigs and IncrementalAlterConfigs on the controller (spec §2.4 step 4): Kafka's
-ConfigurationControlManager.
+"""AlterConfigs and IncrementalAlterConfigs on the controller: Kafka's ConfigurationControlManager
+(docs/topics-and-configs.md, "Config alter path").
 
 Each resource is handled on its own: the operations are applied to the resource's stored overrides,
 the resulting map is validated (the controller's ConfigurationValidator), the resource must exist, and
@@ -12,7 +12,9 @@ The broker-level layers every topic inherits from (this node's and the cluster's
 ``server.properties``) are resolved once per state of the image's configs section and shared::
 
     manager = ConfigControlManager(node_id=1, static=server_config.static, policies=policies)
-    records, errors = manager.alter(image, [ConfigAlteration(ConfigResourceType.TOPIC, "orders", ops=[...])])
+    done = manager.alter(image, [ConfigAlteration(ConfigResourceType.TOPIC, "orders", ops=[...])])
+    done.records   # the ConfigRecords of every resource that passed
+    done.response  # one ApiError per alteration, None on success
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
 from ksteward.configs.alter import AlterConfigOp, AlterResult, apply_incremental, apply_legacy
-from ksteward.configs.catalog import ConfigError, ConfigResourceType, java_int
+from ksteward.configs.catalog import ConfigResourceType, java_int
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.sensitive import loggable_configs
 from ksteward.configs.topic_catalog import validate_topic_configs
-from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
+from ksteward.controller.result import EXCESSIVELY_LARGE_BATCH, MAX_RECORDS_PER_USER_OP, ApiError, ControllerResult
 from ksteward.controller.topic_names import validation_error
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.records import ConfigRecord
@@ -36,7 +38,6 @@ from ksteward.policy import AlterConfigRequestMetadata, ConfigResource, Policies
 
 __all__ = ["ConfigAlteration", "ConfigControlManager"]
 
-_TOO_LARGE = "Unable to perform excessively large batch operation."
 _EMPTY: Mapping[str, str] = {}
 
 
@@ -84,14 +85,14 @@ class ConfigControlManager:
 
     def alter(
         self, image: MetadataImage, alterations: Sequence[ConfigAlteration]
-    ) -> tuple[list[ConfigRecord], list[ConfigError | None]]:
+    ) -> ControllerResult[list[ApiError | None]]:
         """The records to commit and one outcome per alteration (None: success), in order. Past
         MAX_RECORDS_PER_USER_OP records the whole request fails with POLICY_VIOLATION, as Kafka's does."""
         records: list[ConfigRecord] = []
-        errors: list[ConfigError | None] = []
+        errors: list[ApiError | None] = []
         for alteration in alterations:
             outcome = self._alter_one(image, alteration)
-            if isinstance(outcome, ConfigError):
+            if isinstance(outcome, ApiError):
                 errors.append(outcome)
                 continue
             errors.append(None)
@@ -101,19 +102,19 @@ class ConfigControlManager:
                 for change in outcome.changes
             )
         if len(records) > MAX_RECORDS_PER_USER_OP:
-            too_large = ConfigError(ErrorCode.policy_violation, _TOO_LARGE)
-            return [], [too_large] * len(alterations)
-        return records, errors
+            too_large = ApiError(ErrorCode.policy_violation, EXCESSIVELY_LARGE_BATCH)
+            return ControllerResult([], [too_large] * len(alterations))
+        return ControllerResult(records, errors)
 
-    def _alter_one(self, image: MetadataImage, alteration: ConfigAlteration) -> AlterResult | ConfigError:
+    def _alter_one(self, image: MetadataImage, alteration: ConfigAlteration) -> AlterResult | ApiError:
         rtype, name = alteration.resource_type, alteration.resource_name
         current = image.configs.get((int(rtype), name), _EMPTY)
-        result: AlterResult | ConfigError
+        result: AlterResult | ApiError
         if alteration.ops is not None:
             result = apply_incremental(rtype, current, alteration.ops)
         else:
             result = apply_legacy(rtype, current, alteration.configs or {})
-        if isinstance(result, ConfigError):
+        if isinstance(result, ApiError):
             return result
         error = self._validate(image, rtype, name, result, current) or self._exists(image, rtype, name)
         if error is not None:
@@ -123,8 +124,7 @@ class ConfigControlManager:
             metadata = AlterConfigRequestMetadata(ConfigResource(rtype, name), result.policy_configs, result.configs)
             refused = policy_error(policy, metadata)
             if refused is not None:
-                code, message = refused
-                return ConfigError(code, message or "")
+                return ApiError(refused.code, refused.message or "")
         return result
 
     def _validate(
@@ -134,14 +134,14 @@ class ConfigControlManager:
         name: str,
         result: AlterResult,
         current: Mapping[str, str],
-    ) -> ConfigError | None:
+    ) -> ApiError | None:
         """Kafka's ControllerConfigurationValidator on the resulting map."""
         if rtype is ConfigResourceType.TOPIC:
             if not name:
-                return ConfigError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+                return ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
             message = validation_error(name)
             if message is not None:
-                return ConfigError(ErrorCode.invalid_topic_exception, message)
+                return ApiError(ErrorCode.invalid_topic_exception, message)
             defaults = self.resolver(image).topic_log_defaults()
             return validate_topic_configs(result.configs, log_defaults=defaults, existing=current)
         if rtype is ConfigResourceType.BROKER:
@@ -149,17 +149,17 @@ class ConfigControlManager:
                 return None
             broker_id = java_int(name)
             if broker_id is None:
-                return ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
+                return ApiError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number.")
             if broker_id < 0:
-                return ConfigError(ErrorCode.invalid_request, "Invalid negative broker ID.")
+                return ApiError(ErrorCode.invalid_request, "Invalid negative broker ID.")
             return None
-        return ConfigError(ErrorCode.invalid_request, f"Unknown resource type {int(rtype)}")
+        return ApiError(ErrorCode.invalid_request, f"Unknown resource type {int(rtype)}")
 
-    def _exists(self, image: MetadataImage, rtype: ConfigResourceType, name: str) -> ConfigError | None:
+    def _exists(self, image: MetadataImage, rtype: ConfigResourceType, name: str) -> ApiError | None:
         if rtype is ConfigResourceType.TOPIC and name not in image.topics.by_name:
-            return ConfigError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
+            return ApiError(ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
         if rtype is ConfigResourceType.BROKER and name:
             broker_id = int(name)
             if broker_id != self.node_id and broker_id not in image.cluster and broker_id not in image.controllers:
-                return ConfigError(ErrorCode.broker_id_not_registered, f"No node with id {broker_id} found.")
+                return ApiError(ErrorCode.broker_id_not_registered, f"No node with id {broker_id} found.")
         return None

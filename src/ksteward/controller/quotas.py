@@ -38,8 +38,13 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import f64
 
-from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
-from ksteward.controller.topic_requests import NO_ERROR, ApiError
+from ksteward.controller.result import (
+    EXCESSIVELY_LARGE_BATCH,
+    MAX_RECORDS_PER_USER_OP,
+    NO_ERROR,
+    ApiError,
+    ControllerResult,
+)
 from ksteward.metadata.image import QuotaEntity
 from ksteward.metadata.records import ClientQuotaRecord, EntityData
 
@@ -71,7 +76,6 @@ IP_QUOTAS: Mapping[str, QuotaType] = {CONNECTION_CREATION_RATE: QuotaType.INT}
 
 _INT_MAX = float(2**31 - 1)
 _LONG_MAX = float(2**63 - 1)  # 2**63 as a double, as Java's (double) Long.MAX_VALUE
-_TOO_LARGE = "Unable to perform excessively large batch operation."
 # Java's HashMap happens to iterate these types in this order; Kafka's messages print the entity that way.
 _JAVA_ORDER = {CLIENT_ID: 0, USER: 1, IP: 2}
 
@@ -198,7 +202,7 @@ def _entity_records(
 
 def alter_client_quotas(
     quotas: Mapping[QuotaEntity, Mapping[str, float]], alterations: Sequence[QuotaAlteration]
-) -> tuple[list[ClientQuotaRecord], list[QuotaAlterationResult]]:
+) -> ControllerResult[list[QuotaAlterationResult]]:
     """The records of every valid entity (to append as one batch), and one result per distinct entity
     in order of first appearance."""
     first: dict[QuotaEntity, QuotaAlteration] = {}
@@ -234,6 +238,6 @@ def alter_client_quotas(
 
     if len(records) > MAX_RECORDS_PER_USER_OP:
         # Kafka's bounded record list overflows: the whole request fails, every entry as sent.
-        refused = ApiError(ErrorCode.policy_violation, _TOO_LARGE)
-        return [], [QuotaAlterationResult(a.entity, refused) for a in alterations]
-    return records, results
+        refused = ApiError(ErrorCode.policy_violation, EXCESSIVELY_LARGE_BATCH)
+        return ControllerResult([], [QuotaAlterationResult(a.entity, refused) for a in alterations])
+    return ControllerResult(records, results)

@@ -9,25 +9,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from kio.schema.errors import ErrorCode
+from ksteward.protocol.api_error import NO_ERROR, ApiError
 
 # One user operation may write at most this many records, all or nothing (KAFKA-14996).
 MAX_RECORDS_PER_USER_OP = 10_000
 # What Kafka's controller answers when one operation would write more (BoundedList, KAFKA-14996).
 EXCESSIVELY_LARGE_BATCH = "Unable to perform excessively large batch operation."
 
+__all__ = [
+    "EXCESSIVELY_LARGE_BATCH",
+    "MAX_RECORDS_PER_USER_OP",
+    "NO_ERROR",
+    "ApiError",
+    "ControllerResult",
+]
+
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, slots=True)
-class ApiError:
-    """An error code and its message (None: the client shows the code's default text)."""
-
-    code: ErrorCode
-    message: str | None = None
-
-
-NO_ERROR = ApiError(ErrorCode.none)
 
 
 @dataclass(frozen=True, slots=True)

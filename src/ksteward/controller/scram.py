@@ -9,17 +9,26 @@ never the salted password.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
 
-from ksteward.controller.result import ControllerResult
+from ksteward.controller.result import NO_ERROR, ApiError, ControllerResult
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.records import RemoveUserScramCredentialRecord, UserScramCredentialRecord
 from ksteward.protocol.sasl import ScramMechanism, credential_from_salted_password
 
 _TWICE = "A user credential cannot be altered twice in the same request"
+
+
+@dataclass(frozen=True, slots=True)
+class ScramAlterationResult:
+    """One user's outcome (``AlterUserScramCredentialsResult``)."""
+
+    user: str
+    error: ApiError = NO_ERROR
 
 
 def _mechanism(code: int) -> ScramMechanism | None:
@@ -29,28 +38,34 @@ def _mechanism(code: int) -> ScramMechanism | None:
         return None
 
 
-def _check_user_and_mechanism(name: str, code: int) -> tuple[ErrorCode, str] | None:
+def _check_user_and_mechanism(name: str, code: int) -> ApiError | None:
     if not name:
-        return ErrorCode.unacceptable_credential, "Username must not be empty"
+        return ApiError(ErrorCode.unacceptable_credential, "Username must not be empty")
     if _mechanism(code) is None:
-        return ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism"
+        return ApiError(ErrorCode.unsupported_sasl_mechanism, "Unknown SCRAM mechanism")
     return None
 
 
-def alter_user_scram_credentials(image: MetadataImage, request: Any) -> ControllerResult:
+def _unacceptable(message: str) -> ApiError:
+    return ApiError(ErrorCode.unacceptable_credential, message)
+
+
+def alter_user_scram_credentials(image: MetadataImage, request: Any) -> ControllerResult[list[ScramAlterationResult]]:
+    """The records of every valid deletion and upsertion, and one result per user: deletions, then
+    upsertions, then the refused users."""
     deletions: dict[str, Any] = {}
     upsertions: dict[str, Any] = {}
-    errors: dict[str, tuple[ErrorCode, str]] = {}
+    errors: dict[str, ApiError] = {}
 
     for d in request.deletions:
         if d.name in errors:
             continue
         if deletions.pop(d.name, None) is not None:
-            errors[d.name] = (ErrorCode.duplicate_resource, _TWICE)
+            errors[d.name] = ApiError(ErrorCode.duplicate_resource, _TWICE)
             continue
         problem = _check_user_and_mechanism(d.name, d.mechanism)
         if problem is None and (int(d.mechanism), d.name) not in image.scram:
-            problem = ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist"
+            problem = ApiError(ErrorCode.resource_not_found, "Attempt to delete a user credential that does not exist")
         if problem is not None:
             errors[d.name] = problem
         else:
@@ -60,28 +75,28 @@ def alter_user_scram_credentials(image: MetadataImage, request: Any) -> Controll
         if u.name in errors:
             continue
         if deletions.pop(u.name, None) is not None or upsertions.pop(u.name, None) is not None:
-            errors[u.name] = (ErrorCode.duplicate_resource, _TWICE)
+            errors[u.name] = ApiError(ErrorCode.duplicate_resource, _TWICE)
             continue
         problem = _check_user_and_mechanism(u.name, u.mechanism)
         if problem is None:
             mechanism = ScramMechanism(u.mechanism)
             if u.iterations < mechanism.min_iterations:
-                problem = ErrorCode.unacceptable_credential, "Too few iterations"
+                problem = _unacceptable("Too few iterations")
             elif u.iterations > mechanism.max_iterations:
-                problem = ErrorCode.unacceptable_credential, "Too many iterations"
+                problem = _unacceptable("Too many iterations")
             elif not u.salted_password or not u.salt:
                 # Kafka fails deep in HMAC with an unhelpful server error; say what is wrong instead.
-                problem = ErrorCode.unacceptable_credential, "Salt and salted password must not be empty"
+                problem = _unacceptable("Salt and salted password must not be empty")
         if problem is not None:
             errors[u.name] = problem
         else:
             upsertions[u.name] = u
 
     records: list[Any] = []
-    results: list[dict[str, Any]] = []
+    results: list[ScramAlterationResult] = []
     for d in deletions.values():
         records.append(RemoveUserScramCredentialRecord(name=d.name, mechanism=d.mechanism))
-        results.append({"user": d.name, "error_code": ErrorCode.none, "error_message": None})
+        results.append(ScramAlterationResult(d.name))
     for u in upsertions.values():
         cred = credential_from_salted_password(ScramMechanism(u.mechanism), u.salt, u.salted_password, u.iterations)
         records.append(
@@ -94,7 +109,6 @@ def alter_user_scram_credentials(image: MetadataImage, request: Any) -> Controll
                 iterations=i32(cred.iterations),
             )
         )
-        results.append({"user": u.name, "error_code": ErrorCode.none, "error_message": None})
-    for name, (code, message) in errors.items():
-        results.append({"user": name, "error_code": code, "error_message": message})
-    return ControllerResult(records=records, response={"results": results})
+        results.append(ScramAlterationResult(u.name))
+    results.extend(ScramAlterationResult(name, error) for name, error in errors.items())
+    return ControllerResult(records, results)

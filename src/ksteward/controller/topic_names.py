@@ -1,4 +1,4 @@
-"""Topic name rules, as Kafka's ``org.apache.kafka.common.internals.Topic`` (spec §4.3, §4.4).
+"""Topic name rules, as Kafka's ``org.apache.kafka.common.internals.Topic``.
 
 A legal name is 1 to 249 characters of ASCII ``[a-zA-Z0-9._-]``, and neither ``.`` nor ``..``. Two
 names *collide* when they are equal after replacing ``.`` with ``_`` (metric names cannot tell them

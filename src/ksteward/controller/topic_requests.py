@@ -11,19 +11,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence, Set
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.sensitive import loggable_value
 from ksteward.controller.result import NO_ERROR, ApiError
-from ksteward.metadata.records import MetadataRecord
 
 
 @dataclass(frozen=True, slots=True)
 class TopicSettings:
-    """The controller's static settings that shape topic administration (spec §3.5)."""
+    """The controller's static settings that shape topic administration (docs/topics-and-configs.md, "Controller-side
+    static settings")."""
 
     default_num_partitions: int = 1
     default_replication_factor: int = 1
@@ -163,22 +163,16 @@ class CreatePartitionsResult:
     error: ApiError = NO_ERROR
 
 
-R = TypeVar("R")
-
-
-@dataclass(frozen=True, slots=True)
-class TopicMutation(Generic[R]):
-    """What one request produces: the records to append as one batch, and one result per topic."""
-
-    records: tuple[MetadataRecord, ...]
-    results: tuple[R, ...]
-
-
-ConfigValidator = Callable[[str, Mapping[str, str | None]], tuple[int, str] | None]
-"""(topic, configs) -> (error code, message) when the configs of a new topic are invalid, else None."""
+ConfigValidator = Callable[[str, Mapping[str, str | None]], ApiError | None]
+"""(topic, configs) -> why the configs of a new topic are invalid, else None."""
 ConfigDescriber = Callable[[str, Mapping[str, str]], Sequence[CreatedTopicConfig]]
 """(topic, creation configs) -> the topic's full effective config, sorted by name (v5+ response)."""
 NameFilter = Callable[[Collection[str]], Set[str]]
 """An authorization decision: the names, among those given, the caller is allowed the operation on."""
 QuotaCharge = Callable[[int], ApiError | None]
 """Charges that many partitions to the controller mutation quota (KIP-599); an error refuses the topic."""
+
+
+def allowed(names: Collection[str], decide: NameFilter | None) -> Set[str]:
+    """The names ``decide`` allows among ``names``; None allows all."""
+    return set(names) if decide is None else set(decide(names)) & set(names)

@@ -1,16 +1,17 @@
 """Topic administration on the controller: CreateTopics, DeleteTopics and CreatePartitions (KRaft).
 
 Pure record generation, as Kafka's ``ReplicationControlManager`` with the request-level steps of
-``ControllerApis`` (spec §4.3-§4.6): given the current image and a request, return the records to
-commit as one atomic batch and one result per topic. Nothing here touches the log; the caller appends
-``records`` (empty for validate-only requests) and answers once they are durable::
+``ControllerApis`` (docs/topics-and-configs.md, "CreateTopics on the controller"): given the current
+image and a request, return the records to commit as one atomic batch and one result per topic.
+Nothing here touches the log; the caller appends ``records`` (empty for validate-only requests) and
+answers once they are durable::
 
     topics = TopicControlManager(TopicSettings.from_config(cfg.static), Policies.from_config(cfg.static),
                                  validate_configs=catalog.validate_new_topic, describe_configs=catalog.describe_new)
     done = topics.create_topics(image, [NewTopic.from_kio(t) for t in request.topics],
                                 validate_only=request.validate_only, may_create=authorized_names)
     done.records   # TopicRecord, its ConfigRecords, its PartitionRecords, topic after topic
-    done.results   # CreateTopicResult per topic, with Kafka's codes and messages
+    done.response  # CreateTopicResult per topic, with Kafka's codes and messages
 
 Authorization decisions are the broker layer's. It passes them as name filters (``may_create``,
 ``may_describe``, ...): each gets the candidate names and returns those allowed; None allows all.
@@ -22,34 +23,34 @@ AlterConfigPolicy for every new topic that carries configs, the DeleteTopicPolic
 topic about to be deleted. All of them, and every other check, run for validate-only requests too.
 A policy that raises something other than PolicyViolation fails its topic with UNKNOWN_SERVER_ERROR.
 
-Helpers: ``topic_requests`` (the inputs, results, settings and hook types, re-exported here),
-``topic_names`` (the name and collision rules), ``replica_placement`` (the striped placer and the
-checks on manual assignments).
+CreateTopics is here; the manager hands DeleteTopics to ``topic_deletion`` and CreatePartitions to
+``partitions`` (which also writes every new PartitionRecord). Helpers: ``topic_requests`` (the inputs,
+results, settings and hook types, re-exported here), ``topic_names`` (the name and collision rules),
+``replica_placement`` (the striped placer and the checks on manual assignments).
 """
 
 from __future__ import annotations
 
-import logging
 import random
 import uuid
-from collections.abc import Collection, Mapping, Sequence, Set
-from typing import Any, cast
+from collections.abc import Mapping, Sequence, Set
+from typing import cast
 
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32
+from kio.schema.types import TopicName
+from kio.static.primitive import i8
 
-from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL
+from ksteward.controller import partitions, topic_deletion
+from ksteward.controller.partitions import partition_record
 from ksteward.controller.replica_placement import (
     AssignmentError,
     PlacementError,
-    default_dir,
     is_active,
     place_replicas,
     usable_brokers,
     validate_manual_assignment,
 )
-from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
+from ksteward.controller.result import EXCESSIVELY_LARGE_BATCH, MAX_RECORDS_PER_USER_OP, ControllerResult
 from ksteward.controller.topic_names import (
     CLUSTER_METADATA_TOPIC_NAME,
     collision_index,
@@ -71,28 +72,18 @@ from ksteward.controller.topic_requests import (
     NewPartitions,
     NewTopic,
     QuotaCharge,
-    TopicMutation,
     TopicRef,
     TopicSettings,
+    allowed,
 )
 from ksteward.metadata.ids import random_uuid
 from ksteward.metadata.image import MetadataImage, TopicImage
-from ksteward.metadata.records import (
-    AnyPartitionRecord,
-    ConfigRecord,
-    MetadataRecord,
-    PartitionRecordV0,
-    PartitionRecordV1,
-    PartitionRecordV2,
-    RemoveTopicRecord,
-    TopicRecord,
-)
+from ksteward.metadata.records import ConfigRecord, MetadataRecord, TopicRecord
 from ksteward.policy import (
     AlterConfigRequestMetadata,
     ConfigResource,
     ConfigResourceType,
     CreateTopicRequestMetadata,
-    DeleteTopicRequestMetadata,
     Policies,
     policy_error,
 )
@@ -111,30 +102,19 @@ __all__ = [
     "NewTopic",
     "QuotaCharge",
     "TopicControlManager",
-    "TopicMutation",
     "TopicRef",
     "TopicSettings",
     "partition_record",
 ]
 
-log = logging.getLogger(__name__)
-
-_DIRECTORY_ASSIGNMENT_LEVEL = 17  # metadata.version 3.7-IV2: PartitionRecord v1 (directories)
-_ELR_LEVEL = 23  # metadata.version 4.0-IV1: PartitionRecord v2 (ELR fields)
-_TOO_LARGE = "Unable to perform excessively large batch operation."
+_Parts = dict[int, tuple[tuple[int, ...], tuple[int, ...]]]
+"""A new topic's partitions: index -> (replicas, in-sync replicas)."""
+_Layout = tuple[_Parts, CreateTopicRequestMetadata]
+"""The partitions of a new topic, and what its CreateTopicPolicy sees."""
 
 
 class _BatchTooLarge(Exception):
     """The request's records would exceed MAX_RECORDS_PER_USER_OP: Kafka fails the whole CreateTopics."""
-
-
-def _allowed(names: Collection[str], decide: NameFilter | None) -> Set[str]:
-    return set(names) if decide is None else set(decide(names)) & set(names)
-
-
-def _check(policy: Any, metadata: Any) -> ApiError | None:
-    error = policy_error(policy, metadata)
-    return None if error is None else ApiError(*error)
 
 
 class TopicControlManager:
@@ -171,9 +151,9 @@ class TopicControlManager:
         may_describe_configs: NameFilter | None = None,
         charge: QuotaCharge | None = None,
         describe_created: bool = True,
-    ) -> TopicMutation[CreateTopicResult]:
-        """CreateTopics v2-v7 (spec §4.5). Results: the topics that reached the controller logic in
-        request order, then one "Duplicate topic name." per duplicated name, then the refused
+    ) -> ControllerResult[tuple[CreateTopicResult, ...]]:
+        """CreateTopics v2-v7 (``ReplicationControlManager.createTopics``). Results: the topics that reached the
+        controller logic in request order, then one "Duplicate topic name." per duplicated name, then the refused
         ``__cluster_metadata`` and unauthorized topics, as Kafka orders them."""
         unique: dict[str, None] = {}
         duplicates: dict[str, None] = {}
@@ -186,14 +166,14 @@ class TopicControlManager:
             else:
                 unique[topic.name] = None
         candidates = [name for name in unique if name != CLUSTER_METADATA_TOPIC_NAME]
-        authorized = _allowed(candidates, may_create)
-        describable = _allowed(candidates, may_describe_configs)
+        authorized = allowed(candidates, may_create)
+        describable = allowed(candidates, may_describe_configs)
         effective = [t for t in topics if t.name in unique and t.name in authorized]
         try:
             records, results = self._create(image, effective, describable, charge, describe_created)
         except _BatchTooLarge:
-            refused = ApiError(ErrorCode.policy_violation, _TOO_LARGE)
-            return TopicMutation((), tuple(CreateTopicResult(t.name, refused) for t in topics))
+            refused = ApiError(ErrorCode.policy_violation, EXCESSIVELY_LARGE_BATCH)
+            return ControllerResult((), tuple(CreateTopicResult(t.name, refused) for t in topics))
         for name in duplicates:
             results.append(CreateTopicResult(name, ApiError(ErrorCode.invalid_request, "Duplicate topic name.")))
         for name in unique:
@@ -203,7 +183,7 @@ class TopicControlManager:
             elif name not in authorized:
                 error = ApiError(ErrorCode.topic_authorization_failed, "Authorization failed.")
                 results.append(CreateTopicResult(name, error))
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
+        return ControllerResult(() if validate_only else tuple(records), tuple(results))
 
     def _collision_index(self, image: MetadataImage) -> dict[str, list[str]]:
         by_name = image.topics.by_name
@@ -259,16 +239,16 @@ class TopicControlManager:
 
     def _check_configs(self, topic: str, configs: Mapping[str, str]) -> ApiError | None:
         """The configs of a new topic, as an incremental SET on a new resource: the catalog's validator,
-        then the AlterConfigPolicy (spec §4.5 step 4, §2.7)."""
+        then the AlterConfigPolicy (docs/topics-and-configs.md, "What the AlterConfigPolicy sees")."""
         if self.validate_configs is not None:
             problem = self.validate_configs(topic, configs)
             if problem is not None:
-                return ApiError(ErrorCode(problem[0]), problem[1])
+                return problem
         policy = self.policies.alter_config
         if policy is None:
             return None
         metadata = AlterConfigRequestMetadata(ConfigResource(ConfigResourceType.TOPIC, topic), configs, configs)
-        return _check(policy, metadata)
+        return policy_error(policy, metadata)
 
     def _create_one(
         self,
@@ -281,71 +261,18 @@ class TopicControlManager:
         records: list[MetadataRecord],
         describe_created: bool = True,
     ) -> CreateTopicResult | ApiError:
-        cluster = image.cluster
-        parts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        """One valid-looking topic: its partitions laid out, the CreateTopicPolicy and the quota passed,
+        then its records appended to ``records``. Raises _BatchTooLarge past MAX_RECORDS_PER_USER_OP."""
         if topic.assignments:
-            if topic.replication_factor != -1:
-                message = "A manual partition assignment was specified, but replication factor was not set to -1."
-                return ApiError(ErrorCode.invalid_request, message)
-            if topic.num_partitions != -1:
-                message = "A manual partition assignment was specified, but numPartitions was not set to -1."
-                return ApiError(ErrorCode.invalid_request, message)
-            replication_factor: int | None = None
-            for index, replicas in topic.assignments:
-                if index in parts:
-                    message = f"Found multiple manual partition assignments for partition {index}"
-                    return ApiError(ErrorCode.invalid_replica_assignment, message)
-                try:
-                    validate_manual_assignment(cluster, replicas, replication_factor)
-                except AssignmentError as exc:
-                    return ApiError(ErrorCode.invalid_replica_assignment, str(exc))
-                replication_factor = len(replicas)
-                isr = tuple(b for b in replicas if is_active(cluster, b))
-                if not isr:
-                    message = (
-                        f"All brokers specified in the manual partition assignment for partition {index} "
-                        "are fenced or in controlled shutdown."
-                    )
-                    return ApiError(ErrorCode.invalid_replica_assignment, message)
-                parts[index] = (tuple(replicas), isr)
-            if any(i not in parts for i in range(len(parts))):
-                message = "partitions should be a consecutive 0-based integer sequence"
-                return ApiError(ErrorCode.invalid_replica_assignment, message)
-            assignments = {index: replicas for index, (replicas, _) in parts.items()}
-            metadata = CreateTopicRequestMetadata(topic.name, None, None, assignments, configs)
-        elif topic.replication_factor < -1 or topic.replication_factor == 0:
-            message = "Replication factor must be larger than 0, or -1 to use the default value."
-            return ApiError(ErrorCode.invalid_replication_factor, message)
-        elif topic.num_partitions < -1 or topic.num_partitions == 0:
-            message = "Number of partitions was set to an invalid non-positive value."
-            return ApiError(ErrorCode.invalid_partitions, message)
+            layout = _manual_layout(image, topic, configs)
         else:
-            num_partitions = topic.num_partitions
-            if num_partitions == -1:
-                num_partitions = self.settings.default_num_partitions
-            rf = topic.replication_factor
-            if rf == -1:
-                rf = self.settings.default_replication_factor
-            try:  # placement errors do not depend on the count: never place more than a batch can hold
-                wanted = min(num_partitions, MAX_RECORDS_PER_USER_OP + 1)
-                placed = place_replicas(usable_brokers(cluster), wanted, rf, self.rng)
-            except PlacementError as exc:
-                message = f"Unable to replicate the partition {rf} time(s): {exc}"
-                return ApiError(ErrorCode.invalid_replication_factor, message)
-            for index, replicas in enumerate(placed):
-                isr = tuple(b for b in replicas if is_active(cluster, b))
-                if not isr:
-                    message = (
-                        f"Unable to replicate the partition {rf} time(s): "
-                        "All brokers are currently fenced or in controlled shutdown."
-                    )
-                    return ApiError(ErrorCode.invalid_replication_factor, message)
-                parts[index] = (replicas, isr)
-            metadata = CreateTopicRequestMetadata(topic.name, num_partitions, rf, None, configs)
-
+            layout = self._placed_layout(image, topic, configs)
+        if isinstance(layout, ApiError):
+            return layout
+        parts, metadata = layout
         policy = self.policies.create_topic
         if policy is not None and not is_internal(topic.name):  # KIP-590: internal topics bypass it
-            error = _check(policy, metadata)
+            error = policy_error(policy, metadata)
             if error is not None:
                 return error
         num_partitions = metadata.num_partitions or len(parts)
@@ -355,19 +282,9 @@ class TopicControlManager:
                 return error
         if len(records) + 1 + len(configs) + num_partitions > MAX_RECORDS_PER_USER_OP:
             raise _BatchTooLarge
-
         topic_id = random_uuid(image.topics.by_id, new_ids)
         new_ids.add(topic_id)
-        records.append(TopicRecord(name=cast(TopicName, topic.name), topic_id=topic_id))
-        records.extend(
-            ConfigRecord(
-                resource_type=i8(int(ConfigResourceType.TOPIC)), resource_name=topic.name, name=key, value=value
-            )
-            for key, value in configs.items()
-        )
-        for index in sorted(parts):
-            replicas, isr = parts[index]
-            records.append(partition_record(image, topic_id, index, replicas, isr))
+        records.extend(_topic_records(image, topic.name, topic_id, configs, parts))
         if not describable:
             return CreateTopicResult(
                 topic.name, topic_id=topic_id, topic_config_error_code=ErrorCode.topic_authorization_failed
@@ -384,7 +301,41 @@ class TopicControlManager:
             configs=described,
         )
 
-    # ---------------------------------------------------------------- DeleteTopics
+    def _placed_layout(self, image: MetadataImage, topic: NewTopic, configs: dict[str, str]) -> _Layout | ApiError:
+        """Automatic placement: the counts checked, the server defaults for -1, replicas striped."""
+        if topic.replication_factor < -1 or topic.replication_factor == 0:
+            message = "Replication factor must be larger than 0, or -1 to use the default value."
+            return ApiError(ErrorCode.invalid_replication_factor, message)
+        if topic.num_partitions < -1 or topic.num_partitions == 0:
+            message = "Number of partitions was set to an invalid non-positive value."
+            return ApiError(ErrorCode.invalid_partitions, message)
+        num_partitions = topic.num_partitions
+        if num_partitions == -1:
+            num_partitions = self.settings.default_num_partitions
+        rf = topic.replication_factor
+        if rf == -1:
+            rf = self.settings.default_replication_factor
+        cluster = image.cluster
+        try:  # placement errors do not depend on the count: never place more than a batch can hold
+            wanted = min(num_partitions, MAX_RECORDS_PER_USER_OP + 1)
+            placed = place_replicas(usable_brokers(cluster), wanted, rf, self.rng)
+        except PlacementError as exc:
+            return ApiError(
+                ErrorCode.invalid_replication_factor, f"Unable to replicate the partition {rf} time(s): {exc}"
+            )
+        parts: _Parts = {}
+        for index, replicas in enumerate(placed):
+            isr = tuple(b for b in replicas if is_active(cluster, b))
+            if not isr:
+                message = (
+                    f"Unable to replicate the partition {rf} time(s): "
+                    "All brokers are currently fenced or in controlled shutdown."
+                )
+                return ApiError(ErrorCode.invalid_replication_factor, message)
+            parts[index] = (replicas, isr)
+        return parts, CreateTopicRequestMetadata(topic.name, num_partitions, rf, None, configs)
+
+    # ---------------------------------------------------------------- DeleteTopics, CreatePartitions
 
     def delete_topics(
         self,
@@ -396,102 +347,13 @@ class TopicControlManager:
         may_describe: NameFilter | None = None,
         may_delete: NameFilter | None = None,
         charge: QuotaCharge | None = None,
-    ) -> TopicMutation[DeleteTopicResult]:
-        """DeleteTopics v1-v6, and v7 with ``validate_only`` (KIP-934; a ksteward extension), spec §4.6.
-
-        ``may_describe``/``may_delete`` decide DESCRIBE and DELETE on the named topics (pass ``None``
-        for both when the caller has DELETE on the cluster). The results are shuffled, as Kafka's are,
-        so that their order reveals nothing about which topics exist."""
-        if not self.settings.delete_topic_enable:
-            code = ErrorCode.topic_deletion_disabled if api_version >= 3 else ErrorCode.invalid_request
-            return TopicMutation((), tuple(DeleteTopicResult(r.name, r.topic_id, ApiError(code)) for r in refs))
-        results: list[DeleteTopicResult] = []
-
-        def fail(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode, message: str | None) -> None:
-            results.append(DeleteTopicResult(name, topic_id, ApiError(code, message)))
-
-        names: dict[str, None] = {}
-        duplicate_names: dict[str, None] = {}
-        ids: dict[uuid.UUID, None] = {}
-        duplicate_ids: dict[uuid.UUID, None] = {}
-        for ref in refs:
-            if ref.name is None:
-                if ref.topic_id is None:
-                    fail(None, None, ErrorCode.invalid_request, "Neither topic name nor id were specified.")
-                elif ref.topic_id in duplicate_ids or ref.topic_id in ids:
-                    duplicate_ids[ref.topic_id] = None
-                    ids.pop(ref.topic_id, None)
-                else:
-                    ids[ref.topic_id] = None
-            elif ref.topic_id is not None:
-                fail(
-                    ref.name,
-                    ref.topic_id,
-                    ErrorCode.invalid_request,
-                    "You may not specify both topic name and topic id.",
-                )
-            elif ref.name in duplicate_names or ref.name in names:
-                duplicate_names[ref.name] = None
-                names.pop(ref.name, None)
-            else:
-                names[ref.name] = None
-        for name in duplicate_names:
-            fail(name, None, ErrorCode.invalid_request, "Duplicate topic name.")
-        for topic_id in duplicate_ids:
-            fail(None, topic_id, ErrorCode.invalid_request, "Duplicate topic id.")
-
-        to_authorize: dict[str, None] = dict(names)
-        id_to_name: dict[uuid.UUID, str] = {}
-        for topic_id in ids:
-            found = image.topics.by_id.get(topic_id)
-            if found is None:  # ids are not secret: no authorization check first
-                fail(None, topic_id, ErrorCode.unknown_topic_id, "This server does not host this topic ID.")
-            else:
-                to_authorize[found.name] = None
-                id_to_name[topic_id] = found.name
-        describable = _allowed(to_authorize, may_describe)
-        deletable = _allowed(to_authorize, may_delete)
-        for topic_id, name in list(id_to_name.items()):
-            if name not in deletable:
-                fail(name if name in describable else None, topic_id, ErrorCode.topic_authorization_failed,
-                     "Topic authorization failed.")  # fmt: skip
-                del id_to_name[topic_id]
-        for name in names:
-            found = image.topics.by_name.get(name)
-            if name not in describable:
-                fail(name, None, ErrorCode.topic_authorization_failed, "Topic authorization failed.")
-            elif found is None:
-                fail(
-                    name, None, ErrorCode.unknown_topic_or_partition, "This server does not host this topic-partition."
-                )
-            elif name not in deletable:
-                fail(name, None, ErrorCode.topic_authorization_failed, "Topic authorization failed.")
-            elif (found_id := cast(uuid.UUID, found.id)) in duplicate_ids or found_id in id_to_name:
-                duplicate_ids[found_id] = None
-                id_to_name.pop(found_id, None)
-                message = "The provided topic name maps to an ID that was already supplied."
-                fail(name, found_id, ErrorCode.invalid_request, message)
-            else:
-                id_to_name[found_id] = name
-
-        records: list[MetadataRecord] = []
-        policy = self.policies.delete_topic
-        for topic_id, name in id_to_name.items():
-            error: ApiError | None = None
-            if policy is not None:
-                error = _check(policy, DeleteTopicRequestMetadata(name, topic_id))
-            if error is None and charge is not None:
-                error = charge(len(image.topics.by_id[topic_id].partitions))
-            if error is None and len(records) >= MAX_RECORDS_PER_USER_OP:
-                error = ApiError(ErrorCode.unknown_server_error)  # Kafka's bounded record list overflows
-            if error is None:
-                records.append(RemoveTopicRecord(topic_id=topic_id))
-                error = NO_ERROR
-            results.append(DeleteTopicResult(name, topic_id, error))
-        self.rng.shuffle(results)
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
-
-    # ---------------------------------------------------------------- CreatePartitions
+    ) -> ControllerResult[tuple[DeleteTopicResult, ...]]:
+        """DeleteTopics v1-v7 (:mod:`.topic_deletion`) under this manager's settings, policy and rng."""
+        return topic_deletion.delete_topics(
+            image, refs, enabled=self.settings.delete_topic_enable, policy=self.policies.delete_topic, rng=self.rng,
+            api_version=api_version, validate_only=validate_only, may_describe=may_describe, may_delete=may_delete,
+            charge=charge,
+        )  # fmt: skip
 
     def create_partitions(
         self,
@@ -501,125 +363,60 @@ class TopicControlManager:
         validate_only: bool = False,
         may_alter: NameFilter | None = None,
         charge: QuotaCharge | None = None,
-    ) -> TopicMutation[CreatePartitionsResult]:
-        """CreatePartitions v0-v3: raise partition counts (ALTER on the topic is the caller's decision).
-        Results: duplicated names, then unauthorized topics, then the others in request order."""
-        first: dict[str, NewPartitions] = {}
-        duplicates: dict[str, None] = {}
-        for topic in topics:
-            if topic.name in first:
-                duplicates[topic.name] = None
-            else:
-                first[topic.name] = topic
-        results = [
-            CreatePartitionsResult(name, ApiError(ErrorCode.invalid_request, "Duplicate topic name."))
-            for name in duplicates
-        ]
-        candidates = [name for name in first if name not in duplicates]
-        authorized = _allowed(candidates, may_alter)
-        results.extend(
-            CreatePartitionsResult(name, ApiError(ErrorCode.topic_authorization_failed))
-            for name in candidates
-            if name not in authorized
+    ) -> ControllerResult[tuple[CreatePartitionsResult, ...]]:
+        """CreatePartitions v0-v3 (:mod:`.partitions`) with this manager's rng."""
+        return partitions.create_partitions(
+            image, topics, rng=self.rng, validate_only=validate_only, may_alter=may_alter, charge=charge
         )
-        records: list[MetadataRecord] = []
-        for name in candidates:
-            if name in authorized:
-                outcome = self._add_partitions(image, first[name], charge)
-                if isinstance(outcome, list) and len(records) + len(outcome) > MAX_RECORDS_PER_USER_OP:
-                    outcome = ApiError(ErrorCode.unknown_server_error)
-                if isinstance(outcome, ApiError):
-                    results.append(CreatePartitionsResult(name, outcome))
-                else:
-                    records.extend(outcome)
-                    results.append(CreatePartitionsResult(name))
-        return TopicMutation(() if validate_only else tuple(records), tuple(results))
 
-    def _add_partitions(
-        self, image: MetadataImage, request: NewPartitions, charge: QuotaCharge | None
-    ) -> list[MetadataRecord] | ApiError:
-        topic = image.topics.by_name.get(request.name)
-        if topic is None:
-            return ApiError(ErrorCode.unknown_topic_or_partition)
-        current = len(topic.partitions)
-        if request.count == current:
-            return ApiError(ErrorCode.invalid_partitions, f"Topic already has {current} partition(s).")
-        if request.count < current:
+
+def _manual_layout(image: MetadataImage, topic: NewTopic, configs: dict[str, str]) -> _Layout | ApiError:
+    """A manual assignment: counts left at -1, one consistent replication factor, partitions 0..n-1,
+    each with at least one active replica."""
+    if topic.replication_factor != -1:
+        message = "A manual partition assignment was specified, but replication factor was not set to -1."
+        return ApiError(ErrorCode.invalid_request, message)
+    if topic.num_partitions != -1:
+        message = "A manual partition assignment was specified, but numPartitions was not set to -1."
+        return ApiError(ErrorCode.invalid_request, message)
+    cluster = image.cluster
+    parts: _Parts = {}
+    replication_factor: int | None = None
+    for index, replicas in topic.assignments:
+        if index in parts:
+            message = f"Found multiple manual partition assignments for partition {index}"
+            return ApiError(ErrorCode.invalid_replica_assignment, message)
+        try:
+            validate_manual_assignment(cluster, replicas, replication_factor)
+        except AssignmentError as exc:
+            return ApiError(ErrorCode.invalid_replica_assignment, str(exc))
+        replication_factor = len(replicas)
+        isr = tuple(b for b in replicas if is_active(cluster, b))
+        if not isr:
             message = (
-                f"The topic {request.name} currently has {current} partition(s); "
-                f"{request.count} would not be an increase."
-            )
-            return ApiError(ErrorCode.invalid_partitions, message)
-        additional = request.count - current
-        if request.assignments is not None and len(request.assignments) != additional:
-            message = (
-                f"Attempted to add {additional} additional partition(s), but only "
-                f"{len(request.assignments)} assignment(s) were specified."
+                f"All brokers specified in the manual partition assignment for partition {index} "
+                "are fenced or in controlled shutdown."
             )
             return ApiError(ErrorCode.invalid_replica_assignment, message)
-        if charge is not None:
-            error = charge(additional)
-            if error is not None:
-                return error
-        if not topic.partitions:
-            return ApiError(ErrorCode.unknown_server_error)
-        rf = len(topic.partitions[min(topic.partitions)].replicas)
-        cluster = image.cluster
-        if request.assignments is not None:
-            placed: list[tuple[int, ...]] = []
-            for offset, replicas in enumerate(request.assignments):
-                try:
-                    validate_manual_assignment(cluster, replicas, rf)
-                except AssignmentError as exc:
-                    return ApiError(ErrorCode.invalid_replica_assignment, str(exc))
-                if not any(is_active(cluster, b) for b in replicas):
-                    message = (
-                        f"All brokers specified in the manual partition assignment for partition "
-                        f"{current + offset} are fenced or in controlled shutdown."
-                    )
-                    return ApiError(ErrorCode.invalid_replica_assignment, message)
-                placed.append(tuple(replicas))
-        else:
-            try:
-                # More than a batch holds fails the topic anyway (the caller checks): place no more.
-                wanted = min(additional, MAX_RECORDS_PER_USER_OP + 1)
-                placed = place_replicas(usable_brokers(cluster), wanted, rf, self.rng)
-            except PlacementError as exc:
-                return ApiError(ErrorCode.invalid_replication_factor, str(exc))
-        records: list[MetadataRecord] = []
-        for offset, replicas in enumerate(placed):
-            isr = tuple(b for b in replicas if is_active(cluster, b))
-            if not isr:
-                message = (
-                    f"Unable to replicate the partition {rf} time(s): "
-                    "All brokers are currently fenced or in controlled shutdown."
-                )
-                return ApiError(ErrorCode.invalid_replication_factor, message)
-            records.append(partition_record(image, topic.id, current + offset, replicas, isr))
-        return records
+        parts[index] = (tuple(replicas), isr)
+    if any(i not in parts for i in range(len(parts))):
+        message = "partitions should be a consecutive 0-based integer sequence"
+        return ApiError(ErrorCode.invalid_replica_assignment, message)
+    assignments = {index: replicas for index, (replicas, _) in parts.items()}
+    return parts, CreateTopicRequestMetadata(topic.name, None, None, assignments, configs)
 
 
-def partition_record(
-    image: MetadataImage,
-    topic_id: uuid.UUID | None,
-    partition_id: int,
-    replicas: tuple[int, ...],
-    isr: tuple[int, ...],
-) -> AnyPartitionRecord:
-    """A new partition's record at the image's metadata.version, as Kafka writes it: leader = first ISR
-    member, epochs 0, RECOVERED; each replica's default log directory from v1; no ELR fields (empty)."""
-    level = image.features.get(METADATA_VERSION, METADATA_VERSION_LEVEL)
-    brokers = cast(tuple[BrokerId, ...], replicas)
-    in_sync = cast(tuple[i32, ...], isr)
-    leader = cast(BrokerId, isr[0])
-    if level < _DIRECTORY_ASSIGNMENT_LEVEL:
-        return PartitionRecordV0(
-            partition_id=cast(i32, partition_id), topic_id=topic_id, replicas=brokers, isr=in_sync, leader=leader,
-            leader_epoch=i32(0), partition_epoch=i32(0),
-        )  # fmt: skip
-    directories = tuple(default_dir(image.cluster, b) for b in replicas)
-    cls = PartitionRecordV2 if level >= _ELR_LEVEL else PartitionRecordV1
-    return cls(
-        partition_id=cast(i32, partition_id), topic_id=topic_id, replicas=brokers, isr=in_sync, leader=leader,
-        leader_epoch=i32(0), partition_epoch=i32(0), directories=directories,
-    )  # fmt: skip
+def _topic_records(
+    image: MetadataImage, name: str, topic_id: uuid.UUID, configs: Mapping[str, str], parts: _Parts
+) -> list[MetadataRecord]:
+    """A new topic's records, as Kafka orders them: its TopicRecord, its ConfigRecords, its partitions."""
+    records: list[MetadataRecord] = [TopicRecord(name=cast(TopicName, name), topic_id=topic_id)]
+    topic_type = i8(int(ConfigResourceType.TOPIC))
+    records.extend(
+        ConfigRecord(resource_type=topic_type, resource_name=name, name=key, value=value)
+        for key, value in configs.items()
+    )
+    for index in sorted(parts):
+        replicas, isr = parts[index]
+        records.append(partition_record(image, topic_id, index, replicas, isr))
+    return records

@@ -7,6 +7,9 @@ Layout (Kafka's ``UnifiedLog`` and ``Snapshots``)::
         00000000000000001234-0000000003.checkpoint    snapshots, endOffset (exclusive) and epoch
         ...checkpoint.part                            a snapshot being written (removed at open)
 
+This module owns the segments; ``snapshot_file`` writes and reads the snapshot files (its names are
+re-exported here), and ``files`` holds the fsync and mmap helpers both use.
+
 No ``.index``/``.timeindex`` files are written: Kafka rebuilds them, and ksteward keeps a per-batch
 offset index in memory. When a segment is truncated or deleted here its index files are deleted too,
 so Kafka never trusts a stale one.
@@ -27,45 +30,51 @@ from __future__ import annotations
 
 import bisect
 import logging
-import mmap
 import os
 import re
 import threading
-import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
 
-from kio.static.primitive import i16, i64
-
-from .batch import (
-    Batch,
-    CorruptBatchError,
-    ScanResult,
-    UnsupportedCompressionError,
-    encode_batch,
-    iter_batches,
-    scan_batches,
-)
+from .batch import Batch, ScanResult, encode_batch, iter_batches, scan_batches
 from .dir_lock import DirectoryLock, held_here, lock_directory
-from .records.control import (
-    ControlRecordType,
-    SnapshotFooterRecord,
-    SnapshotHeaderRecord,
-    control_type_id,
-    encode_control_record,
+from .files import fsync_dir, map_prefix, unmap, write_all
+from .snapshot_file import (
+    SNAPSHOT_BATCH_RECORDS,
+    CorruptSnapshotError,
+    SnapshotId,
+    list_snapshots,
+    read_snapshot,
+    snapshot_file_name,
+    write_snapshot_file,
 )
+
+__all__ = [  # the snapshot names are re-exported: readers of the directory find them all here
+    "DEFAULT_SEGMENT_BYTES",
+    "PARTITION_DIR_NAME",
+    "SNAPSHOTS_TO_KEEP",
+    "SNAPSHOT_BATCH_RECORDS",
+    "CorruptSnapshotError",
+    "MetadataLog",
+    "MetadataLogError",
+    "OffsetOutOfRangeError",
+    "SnapshotId",
+    "fsync_dir",
+    "list_segments",
+    "list_snapshots",
+    "partition_dir",
+    "read_snapshot",
+    "segment_file_name",
+    "snapshot_file_name",
+]
 
 PARTITION_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1 << 30
-SNAPSHOT_BATCH_RECORDS = 2000
-SNAPSHOT_BATCH_BYTES = 1 << 20
 SNAPSHOTS_TO_KEEP = 2
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
-_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 _LEFTOVER_SUFFIXES = (".checkpoint.part", ".checkpoint.deleted", ".log.deleted")
 
 
@@ -75,18 +84,6 @@ class MetadataLogError(Exception):
 
 class OffsetOutOfRangeError(MetadataLogError):
     """The offset is below the log start offset: those batches were deleted after a snapshot."""
-
-
-class CorruptSnapshotError(ValueError):
-    """A snapshot file fails a CRC, is cut short, or lacks its header or footer."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class SnapshotId:
-    end_offset: int
-    """Exclusive: the first offset the snapshot does not contain."""
-    epoch: int
-    path: Path = field(compare=False)
 
 
 @dataclass(slots=True)
@@ -109,113 +106,16 @@ def segment_file_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
 
 
-def snapshot_file_name(end_offset: int, epoch: int) -> str:
-    return f"{end_offset:020d}-{epoch:010d}.checkpoint"
-
-
-def list_snapshots(directory: Path) -> list[SnapshotId]:
-    """Snapshot files of a partition directory, by name only, newest (highest end offset) first."""
-    found = []
-    for entry in os.scandir(directory):
-        match = _SNAPSHOT_RE.match(entry.name)
-        if match:
-            found.append(SnapshotId(int(match[1]), int(match[2]), Path(entry.path)))
-    return sorted(found, reverse=True)
-
-
 def list_segments(directory: Path) -> list[Path]:
     """Segment files of a partition directory in offset order."""
     names = sorted(e.name for e in os.scandir(directory) if _SEGMENT_RE.match(e.name))
     return [directory / n for n in names]
 
 
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 def _delete_segment_files(path: Path, *, keep_log: bool = False) -> None:
     """The segment and the index files Kafka may have left beside it (stale once we change it)."""
     for suffix in (".index", ".timeindex", ".txnindex") if keep_log else (".log", ".index", ".timeindex", ".txnindex"):
         path.with_suffix(suffix).unlink(missing_ok=True)
-
-
-def _map(path: Path, size: int) -> mmap.mmap | bytes:
-    """The first ``size`` bytes of a file, mapped read-only (mmap keeps its own descriptor)."""
-    if size == 0:
-        return b""
-    with open(path, "rb") as f:
-        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
-
-
-def _unmap(buf: mmap.mmap | bytes) -> None:
-    if isinstance(buf, mmap.mmap):
-        buf.close()
-
-
-def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, int, Iterator[bytes]]:
-    """``(end_offset, epoch, record values)`` of a snapshot file.
-
-    The whole file is validated first (every CRC, a SnapshotHeader as the first record and a
-    SnapshotFooter as the last), so CorruptSnapshotError is raised here, before any value is read.
-    Control batches are skipped by the iterator.
-    """
-    path = Path(path)
-    match = _SNAPSHOT_RE.match(path.name)
-    if not match:
-        raise ValueError(f"{path.name} is not a snapshot file name (%020d-%010d.checkpoint)")
-    end_offset, epoch = int(match[1]), int(match[2])
-    buf = _map(path, path.stat().st_size)
-    try:
-        scan = scan_batches(buf)
-        if scan.error is not None:
-            raise CorruptSnapshotError(f"{path}: {scan.error}")
-        if scan.torn or not scan.positions:
-            raise CorruptSnapshotError(f"{path}: cut short at position {scan.valid_bytes}")
-        first = _first_control_type(buf, scan.positions[0], path, last=False)
-        if first != ControlRecordType.SNAPSHOT_HEADER:
-            raise CorruptSnapshotError(f"{path}: does not start with a SnapshotHeader control record")
-        if _first_control_type(buf, scan.positions[-1], path, last=True) != ControlRecordType.SNAPSHOT_FOOTER:
-            raise CorruptSnapshotError(f"{path}: does not end with a SnapshotFooter control record")
-    except BaseException:
-        _unmap(buf)
-        raise
-    return end_offset, epoch, _snapshot_values(buf, path)
-
-
-def _first_control_type(buf: mmap.mmap | bytes, position: int, path: Path, *, last: bool) -> int:
-    """Control type of the first (or last) record of the batch at ``position``; -1 if not control."""
-    try:
-        batch = next(iter_batches(buf, position))
-        if not batch.is_control or not batch.records:
-            return -1
-        return control_type_id(batch.records[-1 if last else 0][2])
-    except (CorruptBatchError, UnsupportedCompressionError) as exc:
-        raise CorruptSnapshotError(f"{path}: {exc}") from exc
-    except ValueError:
-        return -1
-
-
-def _snapshot_values(buf: mmap.mmap | bytes, path: Path) -> Iterator[bytes]:
-    """Values of the data batches; owns ``buf`` and unmaps it when done."""
-    try:
-        for batch in iter_batches(buf):
-            if not batch.is_control:
-                yield from (record[3] for record in batch.records if record[3] is not None)
-    except (CorruptBatchError, UnsupportedCompressionError) as exc:
-        raise CorruptSnapshotError(f"{path}: {exc}") from exc
-    finally:
-        _unmap(buf)
 
 
 class MetadataLog:
@@ -306,11 +206,11 @@ class MetadataLog:
                 scan = scan_batches(b"")
                 reason = f"segment base offset {base} does not follow offset {expected - 1}"
             else:
-                buf = _map(path, path.stat().st_size)
+                buf = map_prefix(path, path.stat().st_size)
                 try:
                     scan = scan_batches(buf, expected_offset=base)
                 finally:
-                    _unmap(buf)
+                    unmap(buf)
                 reason = scan.error.reason if scan.error else "torn batch at the end" if scan.torn else ""
             end = scan.next_offset if scan.next_offset is not None else base
             self._segments.append(_Segment(base, path, scan.valid_bytes, end, scan))
@@ -426,7 +326,7 @@ class MetadataLog:
         segment = self._segment_for(len(data))
         assert segment.fd is not None
         try:
-            _write_all(segment.fd, data)
+            write_all(segment.fd, data)
         except BaseException:
             os.ftruncate(segment.fd, segment.size)
             raise
@@ -506,13 +406,13 @@ class MetadataLog:
         for segment, size, count in view:
             index = max(bisect.bisect_right(segment.scan.base_offsets, from_offset, 0, count) - 1, 0)
             start = segment.scan.positions[index] if count else 0
-            buf = _map(segment.path, size)
+            buf = map_prefix(segment.path, size)
             try:
                 for batch in iter_batches(buf, start, size):
                     if batch.last_offset >= from_offset:
                         yield batch
             finally:
-                _unmap(buf)
+                unmap(buf)
 
     def snapshots(self) -> list[SnapshotId]:
         """Snapshots by file name, newest first. Their content is checked by ``read_snapshot``."""
@@ -538,46 +438,15 @@ class MetadataLog:
         self._check_writable()
         if not 0 <= end_offset <= self._next_offset:
             raise MetadataLogError(f"snapshot end offset {end_offset} outside [0, {self._next_offset}]")
-        final = self.directory / snapshot_file_name(end_offset, epoch)
-        if final.exists():
-            raise FileExistsError(final)
-        part = final.with_name(final.name + ".part")
-        now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-        try:
-            with open(part, "xb") as out:
-                offset = self._write_control(out, 0, epoch, now, SnapshotHeaderRecord(
-                    version=i16(0), last_contained_log_timestamp=i64(last_contained_timestamp_ms)))  # fmt: skip
-                chunk: list[bytes] = []
-                chunk_bytes = 0
-                for value in values:
-                    chunk.append(value)
-                    chunk_bytes += len(value)
-                    if len(chunk) >= SNAPSHOT_BATCH_RECORDS or chunk_bytes >= SNAPSHOT_BATCH_BYTES:
-                        out.write(encode_batch(offset, chunk, timestamp_ms=now, leader_epoch=epoch))
-                        offset += len(chunk)
-                        chunk, chunk_bytes = [], 0
-                if chunk:
-                    out.write(encode_batch(offset, chunk, timestamp_ms=now, leader_epoch=epoch))
-                    offset += len(chunk)
-                self._write_control(out, offset, epoch, now, SnapshotFooterRecord(version=i16(0)))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(part, final)
-            fsync_dir(self.directory)
-        except BaseException:
-            part.unlink(missing_ok=True)
-            raise
+        final = write_snapshot_file(
+            self.directory, end_offset, epoch, values,
+            last_contained_timestamp_ms=last_contained_timestamp_ms, timestamp_ms=timestamp_ms,
+        )  # fmt: skip
         self._prune_snapshots()
         newest = self.snapshots()[0].end_offset
         with self._lock:
             self._bytes_since_snapshot = self._bytes_from(newest)
         return final
-
-    @staticmethod
-    def _write_control(out: BinaryIO, offset: int, epoch: int, now: int, message: object) -> int:
-        key, value = encode_control_record(message)
-        out.write(encode_batch(offset, [value], keys=[key], timestamp_ms=now, leader_epoch=epoch, control=True))
-        return offset + 1
 
     def _prune_snapshots(self) -> None:
         stale = self.snapshots()[SNAPSHOTS_TO_KEEP:]

@@ -97,8 +97,8 @@ class AlterConfigRequestMetadata:
     """What ``AlterConfigPolicy.validate`` sees for one resource (Kafka's ``AlterConfigPolicy.RequestMetadata``
     plus ``resulting_configs``).
 
-    ``configs`` holds only the keys the request changes, with their new value (spec §2.7): ``None``
-    means the key is being deleted, APPEND and SUBTRACT appear as the resulting list. ``resulting_configs``
+    ``configs`` holds only the keys the request changes, with their new value (KIP-133; docs/topics-and-configs.md):
+    ``None`` means the key is being deleted, APPEND and SUBTRACT appear as the resulting list. ``resulting_configs``
     is a ksteward addition that KIP-935 asks for: the resource's own config entries as they will be
     after the change (the topic's overrides, or the broker's or cluster default's dynamic entries),
     deleted keys absent. Values inherited from other levels or built-in defaults are not included.

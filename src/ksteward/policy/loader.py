@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.api_error import ApiError
 from ksteward.safe_log import log_failure
 
 from .interfaces import (
@@ -136,17 +137,17 @@ class Policies:
 
 def policy_error(
     policy: CreateTopicPolicy | DeleteTopicPolicy | AlterConfigPolicy, metadata: object
-) -> tuple[ErrorCode, str | None] | None:
+) -> ApiError | None:
     """Run ``policy.validate(metadata)``: None if it passes, POLICY_VIOLATION with the policy's message if it
     raises PolicyViolation, UNKNOWN_SERVER_ERROR (logged without its message, and withheld from the client)
     if it raises anything else."""
     try:
         policy.validate(metadata)  # type: ignore[arg-type]
     except PolicyViolation as exc:
-        return ErrorCode.policy_violation, str(exc) or None
+        return ApiError(ErrorCode.policy_violation, str(exc) or None)
     except Exception as exc:
         _log_failure(f"Unknown server error in {type(policy).__qualname__}.validate for {_subject(metadata)}", exc)
-        return ErrorCode.unknown_server_error, None
+        return ApiError(ErrorCode.unknown_server_error)
     return None
 
 

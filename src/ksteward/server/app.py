@@ -19,9 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i64, u16
-
 from ksteward.authorizer import AclBinding, StandardAuthorizer
 from ksteward.authorizer.audit import AuditLogWriter
 from ksteward.broker.context import ApiTable
@@ -29,10 +26,11 @@ from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.acls import binding_of
+from ksteward.controller.active import Controller
+from ksteward.controller.cluster import BrokerRegistration
 from ksteward.controller.configs import ConfigControlManager
-from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
-from ksteward.controller.quorum import Controller
+from ksteward.controller.result import ApiError
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
@@ -41,10 +39,6 @@ from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.metadata.records import (
     AccessControlEntryRecord,
-    BrokerEndpoint,
-    BrokerFeature,
-    FeatureLevelRecord,
-    RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
 )
 from ksteward.policy import PolicyLoadError
@@ -67,7 +61,6 @@ log = logging.getLogger(__name__)
 
 # A ksteward extension, for the benchmark's baseline: "false" fsyncs every batch on its own.
 GROUP_COMMIT_KEY = "ksteward.metadata.group.commit.enable"
-SECURITY_PROTOCOL_CODES = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class StartupError(Exception):
@@ -163,7 +156,7 @@ class Server:
         self._controller = Controller(self._committer, topics, configs)
         self._controller.mutation_quotas = self._mutation_quotas()
         self._committer.start()
-        await self._bootstrap()
+        await self._controller.bootstrap(self._broker_registration())
         runtimes = self._listener_runtimes()
         for endpoint in cfg.listeners:
             await self._bind(endpoint, runtimes[endpoint.name])
@@ -193,9 +186,8 @@ class Server:
         except PolicyLoadError as exc:
             raise StartupError(str(exc)) from None
 
-        def validate_configs(topic: str, configs: Mapping[str, str | None]) -> tuple[int, str] | None:
-            error = validate_topic_configs(configs, log_defaults=self._resolver().topic_log_defaults())
-            return None if error is None else (int(error.code), error.message)
+        def validate_configs(topic: str, configs: Mapping[str, str | None]) -> ApiError | None:
+            return validate_topic_configs(configs, log_defaults=self._resolver().topic_log_defaults())
 
         def describe_configs(topic: str, configs: Mapping[str, str]) -> list[CreatedTopicConfig]:
             return [
@@ -268,52 +260,13 @@ class Server:
                 with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                     auth.remove_acl(record.id, offset=image.offset)
 
-    async def _bootstrap(self) -> None:
-        """First start: finalize metadata.version. Every start: register this broker if needed."""
-        assert self._committer is not None
+    def _broker_registration(self) -> BrokerRegistration | None:
+        """What this node registers as a broker; None for a controller-only node."""
         cfg = self._config
-        image = self._committer.latest
-        records: list[object] = []
-        if METADATA_VERSION not in image.features:
-            records.append(FeatureLevelRecord(name=METADATA_VERSION, feature_level=i16(METADATA_VERSION_LEVEL)))
-        if cfg.is_broker:
-            wanted = self._registration()
-            current = image.cluster.get(cfg.node_id)
-            if (
-                current is None
-                or current.fenced
-                or current.end_points != wanted.end_points
-                or current.rack != wanted.rack
-            ):
-                records.append(wanted)
-        if records:
-            await self._committer.append(records)
-
-    def _registration(self) -> RegisterBrokerRecord:
-        cfg = self._config
-        return RegisterBrokerRecord(
-            broker_id=BrokerId(cfg.node_id),
-            is_migrating_zk_broker=False,
-            incarnation_id=self.incarnation_id,
-            broker_epoch=i64(max(self._committer.latest.offset + 1, 0) if self._committer else 0),
-            end_points=tuple(
-                BrokerEndpoint(
-                    name=e.name,
-                    host=e.host,
-                    port=u16(e.port),
-                    security_protocol=i16(SECURITY_PROTOCOL_CODES[e.security_protocol]),
-                )
-                for e in cfg.advertised_listeners
-            ),
-            features=tuple(
-                BrokerFeature(name=name, min_supported_version=i16(lo), max_supported_version=i16(hi))
-                for name, (lo, hi) in SUPPORTED_FEATURES.items()
-            ),
-            rack=cfg.static.get("broker.rack") or None,
-            fenced=False,
-            in_controlled_shutdown=False,
-            log_dirs=(),
-        )
+        if not cfg.is_broker:
+            return None
+        rack = cfg.static.get("broker.rack") or None
+        return BrokerRegistration(cfg.node_id, self.incarnation_id, tuple(cfg.advertised_listeners), rack)
 
     def _listener_runtimes(self) -> dict[str, ListenerRuntime]:
         cfg = self._config

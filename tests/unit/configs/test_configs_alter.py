@@ -1,4 +1,4 @@
-"""AlterConfigs (whole-set replacement) and IncrementalAlterConfigs (SET/DELETE/APPEND/SUBTRACT), §2.2-§2.3."""
+"""AlterConfigs (whole-set replacement) and IncrementalAlterConfigs (SET/DELETE/APPEND/SUBTRACT)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from ksteward.configs.alter import (
     check_incremental_request,
     check_legacy_request,
 )
-from ksteward.configs.catalog import ConfigError, ConfigResourceType
+from ksteward.configs.catalog import ConfigResourceType
+from ksteward.controller.result import ApiError
 
 TOPIC, BROKER, GROUP = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.GROUP
 SET, DELETE, APPEND, SUBTRACT = (
@@ -66,28 +67,26 @@ def test_append_and_subtract_refuse_keys_that_are_not_lists(op: AlterConfigOpTyp
     result = apply_incremental(
         TOPIC, {}, [AlterConfigOp("cleanup.policy", APPEND, "compact"), AlterConfigOp(key, op, "1")]
     )
-    assert result == ConfigError(
-        ErrorCode.invalid_config, f"Can't {op.name} to key {key} because its type is not LIST."
-    )
+    assert result == ApiError(ErrorCode.invalid_config, f"Can't {op.name} to key {key} because its type is not LIST.")
 
 
 def test_group_keys_are_never_lists() -> None:
     result = apply_incremental(GROUP, {}, [AlterConfigOp("consumer.session.timeout.ms", APPEND, "1")])
-    assert result == ConfigError(
+    assert result == ApiError(
         ErrorCode.invalid_config, "Can't APPEND to key consumer.session.timeout.ms because its type is not LIST."
     )
 
 
 def test_broker_preprocess_refusals() -> None:
     ops = [AlterConfigOp("num.io.threads", SUBTRACT, "1")]
-    assert apply_incremental(BROKER, {}, ops, broker_preprocess=True) == ConfigError(
+    assert apply_incremental(BROKER, {}, ops, broker_preprocess=True) == ApiError(
         ErrorCode.invalid_config, "Config value subtract is not allowed for config key: num.io.threads"
     )
-    assert apply_incremental(BROKER, {}, ops) == ConfigError(
+    assert apply_incremental(BROKER, {}, ops) == ApiError(
         ErrorCode.invalid_config, "Can't SUBTRACT to key num.io.threads because its type is not LIST."
     )
     unknown = apply_incremental(BROKER, {}, [AlterConfigOp("custom.key", APPEND, "x")], broker_preprocess=True)
-    assert isinstance(unknown, ConfigError) and unknown.code == ErrorCode.unknown_server_error
+    assert isinstance(unknown, ApiError) and unknown.code == ErrorCode.unknown_server_error
 
 
 def test_append_on_a_broker_list_key_uses_the_broker_default() -> None:
@@ -155,9 +154,7 @@ def test_legacy_alter_null_deletes() -> None:
     ],
 )
 def test_incremental_request_checks(ops: list[tuple[str, int, str | None]], message: str) -> None:
-    assert check_incremental_request([AlterConfigOp(*op) for op in ops]) == ConfigError(
-        ErrorCode.invalid_request, message
-    )
+    assert check_incremental_request([AlterConfigOp(*op) for op in ops]) == ApiError(ErrorCode.invalid_request, message)
 
 
 def test_a_well_formed_incremental_request_passes() -> None:
@@ -165,10 +162,10 @@ def test_a_well_formed_incremental_request_passes() -> None:
 
 
 def test_legacy_request_checks() -> None:
-    assert check_legacy_request([("a", "1"), ("a", "2")]) == ConfigError(
+    assert check_legacy_request([("a", "1"), ("a", "2")]) == ApiError(
         ErrorCode.invalid_request, "Error due to duplicate config keys"
     )
-    assert check_legacy_request([("a", None), ("b", "1"), ("c", None)]) == ConfigError(
+    assert check_legacy_request([("a", None), ("b", "1"), ("c", None)]) == ApiError(
         ErrorCode.invalid_request, "Null value not supported for : a, c"
     )
     assert check_legacy_request([("a", "1")]) is None

@@ -1,4 +1,4 @@
-"""The catalogs against the spec (§1, §3.1, §3.3, §3.5) and the Java formatting rules they rely on."""
+"""The catalogs against Kafka 4.x's definitions and the Java formatting rules they rely on."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ KAFKA_4_TOPIC_CONFIGS = [
     "local.retention.ms", "local.retention.bytes", "remote.log.copy.disable", "remote.log.delete.on.disable",
 ]  # fmt: skip
 
-# §3.3, less the keys Kafka 4.0 removed (log.message.format.version, log.message.timestamp.difference.max.ms,
-# log.message.downconversion.enable).
+# Kafka's dynamic broker keys, less the keys Kafka 4.0 removed (log.message.format.version,
+# log.message.timestamp.difference.max.ms, log.message.downconversion.enable).
 LOG_DEFAULTS = {
     "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms", "log.index.size.max.bytes", "log.flush.interval.messages",
     "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms", "message.max.bytes", "log.index.interval.bytes",
@@ -70,7 +70,7 @@ PER_BROKER = DYNAMIC_SECURITY_CONFIGS | {
     "sasl.login.refresh.window.factor", "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
     "sasl.login.refresh.buffer.seconds",
 }  # fmt: skip
-STATIC_ADMIN = {  # §3.5
+STATIC_ADMIN = {  # docs/topics-and-configs.md, "Controller-side static settings"
     "num.partitions", "default.replication.factor", "delete.topic.enable", "auto.create.topics.enable",
     "create.topic.policy.class.name", "alter.config.policy.class.name", "controller.socket.timeout.ms",
     "request.timeout.ms", "controller.listener.names",

@@ -1,4 +1,4 @@
-"""Effective values, sources and synonyms (§2.1, §2.6)."""
+"""Effective values, sources and synonyms (docs/topics-and-configs.md)."""
 
 from __future__ import annotations
 
@@ -74,8 +74,8 @@ def test_full_synonym_chain_in_kafkas_order() -> None:
 
 
 def test_synonyms_before_the_primary_name_are_dropped() -> None:
-    # §2.6 step 3: only log.retention.hours is set, so every synonym of retention.ms goes, and the
-    # source says DEFAULT_CONFIG although the value comes from the static hours setting
+    # Kafka's synonym trimming (docs/topics-and-configs.md): only log.retention.hours is set, so every synonym of
+    # retention.ms goes, and the source says DEFAULT_CONFIG although the value comes from the static hours setting
     entry = resolve(TOPIC, "t", "retention.ms", static={"log.retention.hours": "24"}, include_synonyms=True)
     assert (entry.value, entry.source, entry.synonyms) == ("86400000", S.DEFAULT_CONFIG, ())
     # describing the broker key itself drops the leading log.retention.ms entries

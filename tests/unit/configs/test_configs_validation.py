@@ -7,7 +7,6 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.configs.broker_catalog import validate_broker_configs, validate_broker_reconfiguration
 from ksteward.configs.catalog import (
-    ConfigError,
     ConfigKey,
     ConfigResourceType,
     ConfigType,
@@ -15,6 +14,7 @@ from ksteward.configs.catalog import (
 )
 from ksteward.configs.resolve import validate
 from ksteward.configs.topic_catalog import validate_topic_configs
+from ksteward.controller.result import ApiError
 
 TOPIC, BROKER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER
 INVALID_CONFIG, INVALID_REQUEST = ErrorCode.invalid_config, ErrorCode.invalid_request
@@ -43,8 +43,8 @@ class Rule(str):
         return made
 
 
-# (kind, resource type, key, value, expected: None, a Rule, or a whole ConfigError)
-CASES: list[tuple[str, ConfigResourceType, str, str, Rule | ConfigError | None]] = [
+# (kind, resource type, key, value, expected: None, a Rule, or a whole ApiError)
+CASES: list[tuple[str, ConfigResourceType, str, str, Rule | ApiError | None]] = [
     # Range.at_least
     ("range-min", TOPIC, "segment.bytes", "1048576", None),
     ("range-min", TOPIC, "segment.bytes", "1048575", Rule("Value must be at least 1048576")),
@@ -101,21 +101,21 @@ CASES: list[tuple[str, ConfigResourceType, str, str, Rule | ConfigError | None]]
     ("short", BROKER, "sasl.login.refresh.buffer.seconds", "32768", Rule("Not a number of type SHORT")),
     # a listener-prefixed key is checked, and named, as its base key
     ("class", BROKER, "listener.name.ext.principal.builder.class", "com.example.Builder$Inner", None),
-    ("class", BROKER, "listener.name.ext.principal.builder.class", "not a class", ConfigError(
+    ("class", BROKER, "listener.name.ext.principal.builder.class", "not a class", ApiError(
         INVALID_REQUEST, bad("principal.builder.class", "not a class", "Class not a class could not be found."))),
-    ("valid-string", BROKER, "listener.name.ext.ssl.client.auth", "maybe", ConfigError(
+    ("valid-string", BROKER, "listener.name.ext.ssl.client.auth", "maybe", ApiError(
         INVALID_REQUEST, bad("ssl.client.auth", "maybe", "String must be one of: required, requested, none"))),
-    # Names (§3.2.1, §3.3.1): unknown topic keys are refused, unknown broker keys are custom configs
-    ("name", TOPIC, "retention.hours", "1", ConfigError(INVALID_CONFIG, "Unknown topic config name: retention.hours")),
+    # Names: unknown topic keys are refused, unknown broker keys are custom configs
+    ("name", TOPIC, "retention.hours", "1", ApiError(INVALID_CONFIG, "Unknown topic config name: retention.hours")),
     ("name", TOPIC, "message.format.version", "3.0",
-     ConfigError(INVALID_CONFIG, "Unknown topic config name: message.format.version")),
+     ApiError(INVALID_CONFIG, "Unknown topic config name: message.format.version")),
     ("name", BROKER, "my.custom.plugin.setting", "anything", None),
-    # Broker rules (§3.3)
+    # Broker rules (docs/topics-and-configs.md, "Dynamic broker configs")
     ("read-only", BROKER, "log.retention.hours", "1",
-     ConfigError(INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.hours)")),
+     ApiError(INVALID_REQUEST, "Cannot update these configs dynamically: Set(log.retention.hours)")),
     ("read-only", BROKER, "num.partitions", "3",
-     ConfigError(INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")),
-    ("listener-prefix", BROKER, "ssl.keystore.location", "/k", ConfigError(INVALID_REQUEST,
+     ApiError(INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions)")),
+    ("listener-prefix", BROKER, "ssl.keystore.location", "/k", ApiError(INVALID_REQUEST,
      "These security configs can be dynamically updated only per-listener using the listener prefix: "
      "Set(ssl.keystore.location)")),
     ("listener-prefix", BROKER, "listener.name.ext.ssl.keystore.location", "/k", None),
@@ -124,19 +124,19 @@ CASES: list[tuple[str, ConfigResourceType, str, str, Rule | ConfigError | None]]
 ]  # fmt: skip
 
 
-def expected_error(resource_type: ConfigResourceType, key: str, value: str, expected: object) -> ConfigError | None:
+def expected_error(resource_type: ConfigResourceType, key: str, value: str, expected: object) -> ApiError | None:
     if not isinstance(expected, Rule):
-        assert expected is None or isinstance(expected, ConfigError)
+        assert expected is None or isinstance(expected, ApiError)
         return expected
     code = INVALID_CONFIG if resource_type is TOPIC else INVALID_REQUEST
-    return ConfigError(code, bad(key, value if expected.shown is None else expected.shown, expected))
+    return ApiError(code, bad(key, value if expected.shown is None else expected.shown, expected))
 
 
 @pytest.mark.parametrize(
     ("kind", "resource_type", "key", "value", "expected"), CASES, ids=[f"{c[0]}:{c[2]}={c[3]!r}" for c in CASES]
 )
 def test_validator_table(
-    kind: str, resource_type: ConfigResourceType, key: str, value: str, expected: Rule | ConfigError | None
+    kind: str, resource_type: ConfigResourceType, key: str, value: str, expected: Rule | ApiError | None
 ) -> None:
     assert validate(resource_type, key, value) == expected_error(resource_type, key, value, expected)
 
@@ -154,7 +154,7 @@ def test_non_empty_string_validator() -> None:
     # Kafka's NonEmptyString guards no topic or dynamic broker key; checked on a key of its own.
     key = ConfigKey("x.name", ConfigType.STRING, None, NonEmptyString())
     assert key.check("a") is None
-    assert key.check("  ") == ConfigError(
+    assert key.check("  ") == ApiError(
         INVALID_CONFIG, "Invalid value  for configuration x.name: String must be non-empty"
     )
     assert str(NonEmptyString()) == "non-empty string"
@@ -164,7 +164,7 @@ def test_per_broker_keys_are_refused_at_the_cluster_default_only() -> None:
     message = "Cannot update these configs at default cluster level, broker id must be specified: Set({})"
     for key in ("listeners", "sasl.enabled.mechanisms", "listener.name.ext.ssl.keystore.location"):
         assert validate(BROKER, key, "PLAINTEXT://:9092") is None
-        assert validate(BROKER, key, "PLAINTEXT://:9092", cluster_default=True) == ConfigError(
+        assert validate(BROKER, key, "PLAINTEXT://:9092", cluster_default=True) == ApiError(
             INVALID_REQUEST, message.format(key)
         )
     # the cluster-level listener configs may be set per listener at the default level
@@ -174,32 +174,32 @@ def test_per_broker_keys_are_refused_at_the_cluster_default_only() -> None:
 
 def test_broker_checks_run_in_kafkas_order_and_name_every_offending_key() -> None:
     both = {"num.partitions": "3", "log.retention.hours": "1", "ssl.key.password": "x", "num.io.threads": "zero"}
-    assert validate_broker_configs(both, cluster_default=False) == ConfigError(
+    assert validate_broker_configs(both, cluster_default=False) == ApiError(
         INVALID_REQUEST, "Cannot update these configs dynamically: Set(num.partitions, log.retention.hours)"
     )
-    assert validate_broker_configs({"num.io.threads": "zero", "listeners": "x"}, cluster_default=True) == ConfigError(
+    assert validate_broker_configs({"num.io.threads": "zero", "listeners": "x"}, cluster_default=True) == ApiError(
         INVALID_REQUEST, bad("num.io.threads", "zero", "Not a number of type INT")
     )
 
 
 def test_topic_names_are_checked_before_values_and_values_in_kafkas_definition_order() -> None:
-    assert validate_topic_configs({"retention.ms": "x", "nope": "1"}) == ConfigError(
+    assert validate_topic_configs({"retention.ms": "x", "nope": "1"}) == ApiError(
         INVALID_CONFIG, "Unknown topic config name: nope"
     )
     # segment.bytes is defined before retention.ms
-    assert validate_topic_configs({"retention.ms": "x", "segment.bytes": "1"}) == ConfigError(
+    assert validate_topic_configs({"retention.ms": "x", "segment.bytes": "1"}) == ApiError(
         INVALID_CONFIG, bad("segment.bytes", "1", "Value must be at least 1048576")
     )
 
 
 def test_null_topic_values_are_refused() -> None:
-    assert validate_topic_configs({"retention.ms": None, "segment.ms": "5", "flush.ms": None}) == ConfigError(
+    assert validate_topic_configs({"retention.ms": None, "segment.ms": "5", "flush.ms": None}) == ApiError(
         INVALID_CONFIG, "Null value not supported for topic configs: retention.ms,flush.ms"
     )
 
 
 def test_min_insync_replicas_is_not_checked_against_anything_else() -> None:
-    # §3.2.4: Kafka accepts min.insync.replicas above the replication factor; only >= 1 is enforced
+    # Kafka accepts min.insync.replicas above the replication factor; only >= 1 is enforced
     assert validate_topic_configs({"min.insync.replicas": "100"}) is None
 
 
@@ -266,7 +266,7 @@ def test_cross_field_rules(
     result = validate_topic_configs(
         configs, log_defaults=log_defaults, existing=existing, remote_storage_system_enabled=system
     )
-    assert result == (None if expected is None else ConfigError(INVALID_CONFIG, expected))
+    assert result == (None if expected is None else ApiError(INVALID_CONFIG, expected))
 
 
 def test_an_invalid_inherited_value_does_not_fail_the_topic() -> None:
@@ -301,7 +301,7 @@ THREADS = (
     ],
 )  # fmt: skip
 def test_thread_pool_reconfiguration(current: dict[str, str], proposed: dict[str, str], message: str | None) -> None:
-    expected = None if message is None else ConfigError(INVALID_REQUEST, THREADS.format(message))
+    expected = None if message is None else ApiError(INVALID_REQUEST, THREADS.format(message))
     assert validate_broker_reconfiguration(current, proposed) == expected
 
 

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from kio.schema.errors import ErrorCode
 
+from ksteward.controller.result import ApiError
 from ksteward.policy import (
     AlterConfigPolicy,
     AlterConfigRequestMetadata,
@@ -90,7 +91,7 @@ def test_a_failing_alter_config_policy_logs_no_secret(
     policy: AlterConfigPolicy, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.DEBUG, logger="ksteward.policy.loader"):
-        assert policy_error(policy, broker_metadata()) == (ErrorCode.unknown_server_error, None)
+        assert policy_error(policy, broker_metadata()) == ApiError(ErrorCode.unknown_server_error)
     assert_no_secret(caplog.text)
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     name = type(policy).__qualname__
@@ -107,7 +108,7 @@ def test_a_failing_alter_config_policy_logs_no_secret(
 def test_a_failing_create_topic_policy_logs_no_secret(caplog: pytest.LogCaptureFixture) -> None:
     metadata = CreateTopicRequestMetadata("t", 1, 1, None, {"vault.token": "T0PIC-SECRET"})
     with caplog.at_level(logging.DEBUG, logger="ksteward.policy.loader"):
-        assert policy_error(TopicRaises(), metadata) == (ErrorCode.unknown_server_error, None)
+        assert policy_error(TopicRaises(), metadata) == ApiError(ErrorCode.unknown_server_error)
     assert_no_secret(caplog.text)
     assert "Unknown server error in TopicRaises.validate for topic 't': RuntimeError" in caplog.text
 

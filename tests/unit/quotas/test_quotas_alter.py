@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from ksteward.controller.quorum import Controller
+from ksteward.controller.active import Controller
 from ksteward.controller.quotas import (
     QuotaAlteration,
     QuotaOp,
@@ -32,9 +32,8 @@ def alteration(entity: Pairs, **ops: float | None) -> QuotaAlteration:
 def one(
     entity: Pairs, ops: list[tuple[str, float | None]], quotas: Mapping[QuotaEntity, Mapping[str, float]] | None = None
 ) -> tuple[list[Any], Any]:
-    records, results = alter_client_quotas(
-        quotas or {}, [QuotaAlteration(entity, tuple(QuotaOp(k, v) for k, v in ops))]
-    )
+    done = alter_client_quotas(quotas or {}, [QuotaAlteration(entity, tuple(QuotaOp(k, v) for k, v in ops))])
+    records, results = done.records, done.response
     assert len(results) == 1
     return records, results[0].error
 
@@ -149,7 +148,7 @@ def test_one_bad_op_fails_the_whole_entity() -> None:
 
 
 def test_errors_are_per_entity_and_order_of_first_appearance() -> None:
-    records, results = alter_client_quotas(
+    done = alter_client_quotas(
         {},
         [
             alteration((("user", "bob"),), producer_byte_rate=10.0),
@@ -157,6 +156,7 @@ def test_errors_are_per_entity_and_order_of_first_appearance() -> None:
             alteration((("client-id", "c"), ("user", "bob")), controller_mutation_rate=3.0),
         ],
     )
+    records, results = done.records, done.response
     assert [r.entity for r in results] == [(("user", "bob"),), (("user", ""),), (("client-id", "c"), ("user", "bob"))]
     assert [r.error.code for r in results] == [ErrorCode.none, ErrorCode.invalid_request, ErrorCode.none]
     assert [(r.key, float(r.value)) for r in records] == [
@@ -167,7 +167,7 @@ def test_errors_are_per_entity_and_order_of_first_appearance() -> None:
 
 def test_entity_named_twice_is_refused_once_and_writes_nothing() -> None:
     # The same entity with its types in another order is the same entity.
-    records, results = alter_client_quotas(
+    done = alter_client_quotas(
         {},
         [
             alteration((("user", "u"), ("client-id", None)), producer_byte_rate=10.0),
@@ -175,6 +175,7 @@ def test_entity_named_twice_is_refused_once_and_writes_nothing() -> None:
             alteration((("user", "v"),), producer_byte_rate=10.0),
         ],
     )
+    records, results = done.records, done.response
     assert records and all(r.entity[0].entity_name == "v" for r in records)
     assert len(results) == 2
     assert results[0].error.code == ErrorCode.invalid_request
@@ -188,7 +189,8 @@ def test_entity_text_is_javas() -> None:
 
 def test_too_many_records_fail_every_entry() -> None:
     many = [alteration((("user", f"u{i}"),), producer_byte_rate=1.0) for i in range(MAX_RECORDS_PER_USER_OP + 1)]
-    records, results = alter_client_quotas({}, many)
+    done = alter_client_quotas({}, many)
+    records, results = done.records, done.response
     assert records == []
     assert len(results) == len(many) and {r.error.code for r in results} == {ErrorCode.policy_violation}
 

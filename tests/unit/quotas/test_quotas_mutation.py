@@ -203,7 +203,7 @@ def test_create_topics_charges_partitions_and_refuses_whole_topics() -> None:
     recorder = q.recorder(quota(1.0, client="c"), "u", "c", strict=True)  # burst 11
     topics = [NewTopic(f"t{i}", num_partitions=5, replication_factor=1) for i in range(4)]
     mutation = manager().create_topics(cluster(), topics, charge=recorder.charge)
-    codes = [r.error.code for r in mutation.results]
+    codes = [r.error.code for r in mutation.response]
     assert codes == [ErrorCode.none, ErrorCode.none, ErrorCode.none, ErrorCode.throttling_quota_exceeded]
     assert recorder.throttle_time_ms() == 4000  # 11 - 15 = -4 tokens at 1/s
     assert {type(r).__name__ for r in mutation.records} >= {"TopicRecord"}
@@ -218,7 +218,7 @@ def test_validate_only_still_charges() -> None:
     first = q.recorder(quotas, "u", "c", strict=True)
     assert manager().create_topics(cluster(), topics, validate_only=True, charge=first.charge).records == ()
     second = q.recorder(quotas, "u", "c", strict=True)
-    refused = manager().create_topics(cluster(), topics, charge=second.charge).results[0]
+    refused = manager().create_topics(cluster(), topics, charge=second.charge).response[0]
     assert refused.error.code == ErrorCode.throttling_quota_exceeded
 
 
@@ -229,12 +229,12 @@ def test_delete_topics_and_create_partitions_charge_their_partitions() -> None:
     image = with_topic(with_topic(cluster(), "a", [(1,)] * 5), "b", [(1,)] * 2)
     deleting = q.recorder(quotas, "u", "c", strict=True)
     refs = [TopicRef("a"), TopicRef("b")]
-    results = manager().delete_topics(image, refs, api_version=6, charge=deleting.charge).results
+    results = manager().delete_topics(image, refs, api_version=6, charge=deleting.charge).response
     # "a" (5 partitions) is accepted with 4 tokens left and overdraws the bucket; "b" is then refused.
     assert {r.name: r.error.code for r in results} == {"a": ErrorCode.none, "b": ErrorCode.throttling_quota_exceeded}
     assert deleting.throttle_time_ms() == 250
     clock.now += 100
     growing = q.recorder(quotas, "u", "c", strict=True)
     grown = manager().create_partitions(image, [NewPartitions("b", 9), NewPartitions("a", 6)], charge=growing.charge)
-    assert [r.error.code for r in grown.results] == [ErrorCode.none, ErrorCode.throttling_quota_exceeded]
+    assert [r.error.code for r in grown.response] == [ErrorCode.none, ErrorCode.throttling_quota_exceeded]
     assert growing.throttle_time_ms() == 750  # 4 - 7 = -3 tokens at 4/s

@@ -1,5 +1,5 @@
-"""AlterConfigs / IncrementalAlterConfigs on the controller (spec §2.4 step 4), the ConfigGuardPolicy and
-BROKER_LOGGER levels."""
+"""AlterConfigs / IncrementalAlterConfigs on the controller (``ConfigurationControlManager``), the
+ConfigGuardPolicy and BROKER_LOGGER levels."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from topic_support import apply, cluster, with_topic
 
 from ksteward.broker.loggers import alter_logger_levels, logger_levels
 from ksteward.configs.alter import AlterConfigOp, AlterConfigOpType
-from ksteward.configs.catalog import ConfigError, ConfigResourceType
+from ksteward.configs.catalog import ConfigResourceType
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.result import ApiError
 from ksteward.policy import AlterConfigPolicy, AlterConfigRequestMetadata, ConfigResource, Policies, PolicyViolation
 from ksteward.policy.builtin import ConfigGuardPolicy
 
@@ -45,7 +46,7 @@ def incremental(rtype: ConfigResourceType, name: str, *ops: tuple[str, int, str 
 def test_records_for_every_successful_resource_and_errors_per_resource() -> None:
     policy = Recording(refuse="payments")
     manager = ConfigControlManager(node_id=1, static={}, policies=Policies(alter_config=policy))
-    records, errors = manager.alter(
+    done = manager.alter(
         image(),
         [
             incremental(T, "orders", ("cleanup.policy", APPEND, "compact"), ("retention.ms", DELETE, None)),
@@ -60,19 +61,18 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
             incremental(B, "", ("log.cleaner.threads", SET, "2")),
         ],
     )
+    records, errors = done.records, done.response
     assert errors == [
         None,
-        ConfigError(ErrorCode.policy_violation, "no changes to payments"),
-        ConfigError(ErrorCode.unknown_topic_or_partition, "The topic 'ghost' does not exist."),
+        ApiError(ErrorCode.policy_violation, "no changes to payments"),
+        ApiError(ErrorCode.unknown_topic_or_partition, "The topic 'ghost' does not exist."),
         # the validator runs before the existence check, so an unknown topic with a bad value says INVALID_CONFIG
-        ConfigError(
-            ErrorCode.invalid_config, "Invalid value x for configuration retention.ms: Not a number of type LONG"
-        ),
-        ConfigError(ErrorCode.invalid_request, "Default topic resources are not allowed."),
-        ConfigError(ErrorCode.invalid_request, "Invalid negative broker ID."),
-        ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        ConfigError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
-        ConfigError(ErrorCode.broker_id_not_registered, "No node with id 9 found."),
+        ApiError(ErrorCode.invalid_config, "Invalid value x for configuration retention.ms: Not a number of type LONG"),
+        ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed."),
+        ApiError(ErrorCode.invalid_request, "Invalid negative broker ID."),
+        ApiError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        ApiError(ErrorCode.invalid_request, "Unable to parse broker name as a base 10 number."),
+        ApiError(ErrorCode.broker_id_not_registered, "No node with id 9 found."),
         None,
     ]
     assert [(r.resource_type, r.resource_name, r.name, r.value) for r in records] == [
@@ -92,12 +92,14 @@ def test_records_for_every_successful_resource_and_errors_per_resource() -> None
 
 def test_legacy_replaces_the_whole_set_and_unchanged_topic_keys_write_nothing() -> None:
     manager = ConfigControlManager(node_id=1, static={})
-    records, errors = manager.alter(
+    done = manager.alter(
         image(), [ConfigAlteration(T, "orders", configs={"retention.ms": "5000", "segment.ms": "60000"})]
     )
+    records, errors = done.records, done.response
     assert errors == [None]
     assert [(r.name, r.value) for r in records] == [("segment.ms", "60000")]
-    records, errors = manager.alter(image(), [ConfigAlteration(T, "orders", configs={})])
+    done = manager.alter(image(), [ConfigAlteration(T, "orders", configs={})])
+    records, errors = done.records, done.response
     assert [(r.name, r.value) for r in records] == [("retention.ms", None)]
 
 
@@ -105,11 +107,13 @@ def test_more_than_ten_thousand_records_fail_the_whole_request() -> None:
     manager = ConfigControlManager(node_id=1, static={})
     exactly = [incremental(B, "", *[(f"k{j}", SET, "v") for j in range(5000)]), incremental(B, "1", *[
         (f"k{j}", SET, "v") for j in range(5000)])]  # fmt: skip
-    records, errors = manager.alter(image(), exactly)
+    done = manager.alter(image(), exactly)
+    records, errors = done.records, done.response
     assert len(records) == 10_000 and errors == [None, None]
     huge = [incremental(B, "", *[(f"k{i}.{j}", SET, "v") for j in range(5001)]) for i in range(2)]
-    records, errors = manager.alter(image(), huge)
-    too_large = ConfigError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
+    done = manager.alter(image(), huge)
+    records, errors = done.records, done.response
+    too_large = ApiError(ErrorCode.policy_violation, "Unable to perform excessively large batch operation.")
     assert records == [] and errors == [too_large, too_large]
 
 
@@ -117,7 +121,8 @@ def test_resolver_is_shared_until_the_configs_change() -> None:
     manager = ConfigControlManager(node_id=1, static={"log.retention.hours": "1"})
     first = image()
     assert manager.resolver(first) is manager.resolver(first)
-    records, _ = manager.alter(first, [incremental(B, "1", ("log.retention.ms", SET, "1000"))])
+    done = manager.alter(first, [incremental(B, "1", ("log.retention.ms", SET, "1000"))])
+    records, _ = done.records, done.response
     second = apply(first, records)
     assert manager.resolver(second) is not manager.resolver(first)
     assert manager.resolver(second).topic_log_defaults()["retention.ms"] == "1000"
@@ -180,11 +185,11 @@ def test_logger_levels_set_validate_only_and_delete() -> None:
         error = alter_logger_levels(
             [AlterConfigOp(name, SET, "WARN"), AlterConfigOp("ksteward.nope", SET, "INFO")], validate_only=False
         )
-        assert error == ConfigError(ErrorCode.invalid_config, "Logger ksteward.nope does not exist!")
+        assert error == ApiError(ErrorCode.invalid_config, "Logger ksteward.nope does not exist!")
         assert logger_levels()[name] == "TRACE"
         assert alter_logger_levels([AlterConfigOp(name, DELETE, None)], validate_only=False) is None
         assert logger.level == logging.NOTSET
-        assert alter_logger_levels([AlterConfigOp(name, 7, "INFO")], validate_only=False) == ConfigError(
+        assert alter_logger_levels([AlterConfigOp(name, 7, "INFO")], validate_only=False) == ApiError(
             ErrorCode.invalid_request, "Unknown operation type 7 is not allowed for the BROKER_LOGGER resource"
         )
     finally:

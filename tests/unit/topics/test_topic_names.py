@@ -1,4 +1,4 @@
-"""Topic name rules (spec §4.3), as Kafka's ``Topic.validate`` words them."""
+"""Topic name rules, as Kafka's ``Topic.validate`` words them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""CreateTopics on the controller (spec §4.5): checks in Kafka's order, codes and messages, records, policies."""
+"""CreateTopics on the controller (docs/topics-and-configs.md): checks in Kafka's order, codes and messages, records,
+policies."""
 
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ from ksteward.policy import ConfigResource, ConfigResourceType, Policies
 
 
 def one(result, name=None):  # type: ignore[no-untyped-def]
-    matches = [r for r in result.results if name is None or r.name == name]
-    assert len(matches) == 1, result.results
+    matches = [r for r in result.response if name is None or r.name == name]
+    assert len(matches) == 1, result.response
     return matches[0]
 
 
@@ -137,7 +138,7 @@ def test_settings_refuse_bad_values(props, key) -> None:  # type: ignore[no-unty
 
 def test_topic_ids_are_fresh_and_never_reserved() -> None:
     done = manager().create_topics(cluster(), [NewTopic(f"t{i}", 1, 1) for i in range(200)])
-    ids = [r.topic_id for r in done.results]
+    ids = [r.topic_id for r in done.response]
     assert len(set(ids)) == 200
     assert all(i not in (None, uuid.UUID(int=0), uuid.UUID(int=1)) and (i.bytes[0] >> 2) != 62 for i in ids)
 
@@ -159,7 +160,7 @@ def test_from_kio_reads_the_request_entity() -> None:
 def test_duplicates_get_one_invalid_request_after_the_others() -> None:
     topics = [NewTopic("a", 1, 1), NewTopic("dup", 1, 1), NewTopic("b", 1, 1), NewTopic("dup", 2, 1)]
     done = manager().create_topics(cluster(), topics)
-    assert [r.name for r in done.results] == ["a", "b", "dup"]
+    assert [r.name for r in done.response] == ["a", "b", "dup"]
     assert error_of(done, "dup") == (ErrorCode.invalid_request, "Duplicate topic name.")
     assert not any(getattr(r, "name", None) == "dup" for r in done.records)
 
@@ -178,7 +179,7 @@ def test_unauthorized_topics_never_reach_the_controller_checks() -> None:
         [NewTopic("exists", 1, 1), NewTopic("mine", 1, 1), NewTopic("secret", 1, 1)],
         may_create=lambda names: {n for n in names if n == "mine"},
     )
-    assert [r.name for r in done.results] == ["mine", "exists", "secret"]
+    assert [r.name for r in done.response] == ["mine", "exists", "secret"]
     denied = (ErrorCode.topic_authorization_failed, "Authorization failed.")
     assert error_of(done, "exists") == denied and error_of(done, "secret") == denied
     assert [m.topic for m in policy.seen] == ["mine"]
@@ -208,12 +209,12 @@ def test_too_many_records_fail_the_whole_request() -> None:
     topics = [NewTopic("a", 5000, 1), NewTopic("b", 5000, 1), NewTopic("d", 1, 1), NewTopic("d", 1, 1)]
     done = manager().create_topics(cluster(), topics)  # 2 x (1 TopicRecord + 5000 PartitionRecords) > 10,000
     message = "Unable to perform excessively large batch operation."
-    assert [(r.name, r.error) for r in done.results] == [
+    assert [(r.name, r.error) for r in done.response] == [
         (n, ApiError(ErrorCode.policy_violation, message)) for n in ("a", "b", "d", "d")
     ]
     assert done.records == ()
     within = manager().create_topics(cluster(), [NewTopic("a", 5000, 1), NewTopic("b", 4998, 1)])
-    assert len(within.records) == 10_000 and all(r.error.code == ErrorCode.none for r in within.results)
+    assert len(within.records) == 10_000 and all(r.error.code == ErrorCode.none for r in within.response)
 
 
 def test_huge_partition_count_fails_the_request_without_placing_it() -> None:
@@ -222,7 +223,7 @@ def test_huge_partition_count_fails_the_request_without_placing_it() -> None:
     m = manager(policies=Policies(create_topic=policy))
     done = m.create_topics(cluster(), [NewTopic("huge", 2**31 - 1, 1), NewTopic("ok", 1, 1)], charge=charged.append)
     message = "Unable to perform excessively large batch operation."
-    assert {r.error for r in done.results} == {ApiError(ErrorCode.policy_violation, message)}
+    assert {r.error for r in done.response} == {ApiError(ErrorCode.policy_violation, message)}
     assert policy.seen[0].num_partitions == 2**31 - 1 and charged == [2**31 - 1]
 
 
@@ -265,7 +266,7 @@ def test_collision_with_an_existing_topic() -> None:
 
 def test_collisions_within_one_request_are_not_detected() -> None:
     done = manager().create_topics(cluster(), [NewTopic("x.y", 1, 1), NewTopic("x_y", 1, 1)])
-    assert all(r.error.code == ErrorCode.none for r in done.results)
+    assert all(r.error.code == ErrorCode.none for r in done.response)
 
 
 def test_existing_topic_wins_over_the_collision_error() -> None:
@@ -295,7 +296,11 @@ def test_config_validator_error_is_returned_as_given() -> None:
 
     def validate(topic, configs):  # type: ignore[no-untyped-def]
         calls.append((topic, dict(configs)))
-        return (40, "Invalid value -2 for configuration retention.ms") if topic == "bad" else None
+        return (
+            ApiError(ErrorCode.invalid_config, "Invalid value -2 for configuration retention.ms")
+            if topic == "bad"
+            else None
+        )
 
     m = manager(validate_configs=validate)
     done = m.create_topics(
@@ -308,7 +313,7 @@ def test_config_validator_error_is_returned_as_given() -> None:
 
 
 def test_config_errors_come_before_partition_errors() -> None:
-    m = manager(validate_configs=lambda topic, configs: (40, "bad config"))
+    m = manager(validate_configs=lambda topic, configs: ApiError(ErrorCode.invalid_config, "bad config"))
     done = m.create_topics(cluster(), [NewTopic("t", 0, 1, configs=(("x", "y"),))])
     assert error_of(done) == (ErrorCode.invalid_config, "bad config")
 
@@ -513,7 +518,7 @@ def test_validate_only_runs_every_check_and_policy_and_writes_nothing() -> None:
     assert checked.records == ()
     assert [m.topic for m in create.seen] == ["ok", "refused"] and len(alter.seen) == 1
     assert charged == [2]
-    codes = {r.name: r.error.code for r in checked.results}
+    codes = {r.name: r.error.code for r in checked.response}
     assert codes == {
         "ok": ErrorCode.none,
         "refused": ErrorCode.policy_violation,
@@ -523,5 +528,5 @@ def test_validate_only_runs_every_check_and_policy_and_writes_nothing() -> None:
     ok = one(checked, "ok")
     assert ok.topic_id is not None and (ok.num_partitions, ok.replication_factor) == (2, 2)
     real = m.create_topics(image, topics)
-    assert [(r.name, r.error) for r in real.results] == [(r.name, r.error) for r in checked.results]
+    assert [(r.name, r.error) for r in real.response] == [(r.name, r.error) for r in checked.response]
     assert len(real.records) == 4

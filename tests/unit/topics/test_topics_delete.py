@@ -1,4 +1,4 @@
-"""DeleteTopics on the controller (spec §4.6), the DeleteTopicPolicy and v7 validate_only (KIP-934)."""
+"""DeleteTopics on the controller (docs/topics-and-configs.md), the DeleteTopicPolicy and v7 validate_only (KIP-934)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def image():  # type: ignore[no-untyped-def]
 
 
 def results(done) -> set[DeleteTopicResult]:  # type: ignore[no-untyped-def]
-    return set(done.results)
+    return set(done.response)
 
 
 def ok(name: str, topic_id: uuid.UUID) -> DeleteTopicResult:
@@ -72,7 +72,7 @@ def test_duplicates_and_malformed_entries(image) -> None:  # type: ignore[no-unt
         TopicRef(), TopicRef("orders", ORDERS),
     ]  # fmt: skip
     done = manager().delete_topics(image, refs, api_version=6)
-    assert sorted(done.results, key=repr) == sorted(
+    assert sorted(done.response, key=repr) == sorted(
         [
             err("orders", None, ErrorCode.invalid_request, "Duplicate topic name."),
             err(None, PAYMENTS, ErrorCode.invalid_request, "Duplicate topic id."),
@@ -101,7 +101,7 @@ def test_deletion_disabled_fails_the_whole_request(image, api_version: int, code
     policy = RecordingDeletePolicy()
     m.policies = Policies(delete_topic=policy)
     done = m.delete_topics(image, [TopicRef("orders"), TopicRef(topic_id=UNKNOWN_ID)], api_version=api_version)
-    assert list(done.results) == [err("orders", None, code, None), err(None, UNKNOWN_ID, code, None)]
+    assert list(done.response) == [err("orders", None, code, None), err(None, UNKNOWN_ID, code, None)]
     assert done.records == () and policy.seen == []
 
 
@@ -136,7 +136,7 @@ def test_by_id_denied_but_describable_shows_the_name(image) -> None:  # type: ig
 
 def test_results_are_shuffled(image) -> None:  # type: ignore[no-untyped-def]
     refs = [TopicRef(f"missing-{i}") for i in range(20)]
-    orders = {tuple(r.name for r in manager(seed=seed).delete_topics(image, refs, api_version=6).results)
+    orders = {tuple(r.name for r in manager(seed=seed).delete_topics(image, refs, api_version=6).response)
               for seed in range(5)}  # fmt: skip
     assert len(orders) > 1
 
@@ -166,7 +166,7 @@ def test_protect_internal_topics_stops_a_fully_authorized_caller(image) -> None:
     done = manager(policies=Policies(delete_topic=protect)).delete_topics(
         image, [TopicRef("__consumer_offsets"), TopicRef("payments"), TopicRef("orders")], api_version=6
     )
-    codes = {r.name: r.error.code for r in done.results}
+    codes = {r.name: r.error.code for r in done.response}
     assert codes == {
         "__consumer_offsets": ErrorCode.policy_violation,
         "payments": ErrorCode.policy_violation,

@@ -29,13 +29,13 @@ def image():  # type: ignore[no-untyped-def]
 
 
 def error_of(done, name: str = "orders") -> tuple[ErrorCode, str | None]:  # type: ignore[no-untyped-def]
-    [result] = [r for r in done.results if r.name == name]
+    [result] = [r for r in done.response if r.name == name]
     return result.error.code, result.error.message
 
 
 def test_increase_places_new_partitions_after_the_existing_ones(image) -> None:  # type: ignore[no-untyped-def]
     done = manager().create_partitions(image, [NewPartitions("orders", 5)])
-    assert list(done.results) == [CreatePartitionsResult("orders")]
+    assert list(done.response) == [CreatePartitionsResult("orders")]
     assert [p.partition_id for p in done.records] == [2, 3, 4]
     for p in done.records:
         assert isinstance(p, PartitionRecordV2) and p.topic_id == TOPIC_ID
@@ -79,7 +79,7 @@ def test_duplicates_then_unauthorized_then_the_rest(image) -> None:  # type: ign
         [NewPartitions("orders", 3), NewPartitions("dup", 3), NewPartitions("payments", 2), NewPartitions("dup", 4)],
         may_alter=lambda names: {"orders"} & set(names),
     )
-    assert list(done.results) == [
+    assert list(done.response) == [
         CreatePartitionsResult("dup", ApiError(ErrorCode.invalid_request, "Duplicate topic name.")),
         CreatePartitionsResult("payments", ApiError(ErrorCode.topic_authorization_failed)),
         CreatePartitionsResult("orders"),

@@ -1,22 +1,24 @@
 """The active controller: validates mutations, appends their records as one batch, replies once durable.
 
-Every mutation runs its validation and record generation synchronously, then appends before its
-first ``await``, so mutations are applied one at a time in arrival order (Kafka's QuorumController
-has a single event queue for the same reason). Brokers reach these methods directly in a combined
-node, and through an Envelope once forwarding exists.
+Every mutation asks its manager for a :class:`ControllerResult` (records and response) synchronously,
+then hands it to :meth:`Controller._commit`, which appends before its first ``await``; so mutations
+are applied one at a time in arrival order (Kafka's QuorumController has a single event queue for the
+same reason). Brokers reach these methods directly in a combined node, and through an Envelope once
+forwarding exists.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ksteward.configs.catalog import ConfigError
 from ksteward.controller.acls import AclControlManager
+from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
-from ksteward.controller.scram import alter_user_scram_credentials
+from ksteward.controller.result import ApiError, ControllerResult
+from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
     CreateTopicResult,
@@ -25,11 +27,12 @@ from ksteward.controller.topic_requests import (
     NewPartitions,
     NewTopic,
     QuotaCharge,
-    TopicMutation,
     TopicRef,
 )
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.image import MetadataImage
+
+T = TypeVar("T")
 
 
 class MetadataWriter(Protocol):
@@ -54,51 +57,53 @@ class Controller:
         self.topics = topics or TopicControlManager()
         self.configs = configs or ConfigControlManager(node_id=1, static={})
 
-    async def _commit(self, mutation: TopicMutation[Any], validate_only: bool) -> None:
-        if mutation.records and not validate_only:
-            await self.writer.append(list(mutation.records))
+    async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
+        """The one way a mutation reaches the log: its records appended as one batch (none when
+        ``validate_only`` or when there are none), then its response once they are durable."""
+        if result.records and not validate_only:
+            await self.writer.append(list(result.records))
+        return result.response
+
+    async def bootstrap(self, broker: BrokerRegistration | None) -> None:
+        """Before the listeners open: finalize metadata.version on a new log, register this broker."""
+        await self._commit(bootstrap(self.writer.latest, broker))
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
         may_describe_configs: NameFilter, describe_created: bool = True, charge: QuotaCharge | None = None,
     ) -> tuple[CreateTopicResult, ...]:  # fmt: skip
-        mutation = self.topics.create_topics(
+        result = self.topics.create_topics(
             self.writer.latest, topics, validate_only=validate_only, may_create=may_create,
             may_describe_configs=may_describe_configs, describe_created=describe_created, charge=charge,
         )  # fmt: skip
-        await self._commit(mutation, validate_only)
-        return mutation.results
+        return await self._commit(result, validate_only=validate_only)
 
     async def delete_topics(
         self, refs: Sequence[TopicRef], *, api_version: int, validate_only: bool, may_describe: NameFilter,
         may_delete: NameFilter, charge: QuotaCharge | None = None,
     ) -> tuple[DeleteTopicResult, ...]:  # fmt: skip
-        mutation = self.topics.delete_topics(
+        result = self.topics.delete_topics(
             self.writer.latest, refs, api_version=api_version, validate_only=validate_only,
             may_describe=may_describe, may_delete=may_delete, charge=charge,
         )  # fmt: skip
-        await self._commit(mutation, validate_only)
-        return mutation.results
+        return await self._commit(result, validate_only=validate_only)
 
     async def create_partitions(
         self, topics: Sequence[NewPartitions], *, validate_only: bool, may_alter: NameFilter,
         charge: QuotaCharge | None = None,
     ) -> tuple[CreatePartitionsResult, ...]:  # fmt: skip
-        mutation = self.topics.create_partitions(
+        result = self.topics.create_partitions(
             self.writer.latest, topics, validate_only=validate_only, may_alter=may_alter, charge=charge
         )
-        await self._commit(mutation, validate_only)
-        return mutation.results
+        return await self._commit(result, validate_only=validate_only)
 
     async def alter_configs(
         self, alterations: Sequence[ConfigAlteration], *, validate_only: bool
-    ) -> list[ConfigError | None]:
-        """AlterConfigs / IncrementalAlterConfigs (spec §2.4 step 4): one outcome per alteration, None on
-        success; the records of every successful resource in one batch, none with ``validate_only``."""
-        records, errors = self.configs.alter(self.writer.latest, alterations)
-        if records and not validate_only:
-            await self.writer.append(list(records))
-        return errors
+    ) -> list[ApiError | None]:
+        """AlterConfigs / IncrementalAlterConfigs (Kafka's ``QuorumController.incrementalAlterConfigs``):
+        one outcome per alteration, None on success; the records of every successful resource in one
+        batch, none with ``validate_only``."""
+        return await self._commit(self.configs.alter(self.writer.latest, alterations), validate_only=validate_only)
 
     async def create_acls(self, creations: Any, api_version: int) -> list[dict[str, Any]]:
         before = self.writer.latest.acls
@@ -123,13 +128,8 @@ class Controller:
     ) -> list[QuotaAlterationResult]:
         """AlterClientQuotas: one result per distinct entity; the records of every valid entity in one
         batch, none with ``validate_only``."""
-        records, results = alter_client_quotas(self.writer.latest.client_quotas, alterations)
-        if records and not validate_only:
-            await self.writer.append(list(records))
-        return results
+        result = alter_client_quotas(self.writer.latest.client_quotas, alterations)
+        return await self._commit(result, validate_only=validate_only)
 
-    async def alter_user_scram_credentials(self, request: Any) -> dict[str, Any]:
-        result = alter_user_scram_credentials(self.writer.latest, request)
-        if result.records:
-            await self.writer.append(list(result.records))
-        return result.response
+    async def alter_user_scram_credentials(self, request: Any) -> list[ScramAlterationResult]:
+        return await self._commit(alter_user_scram_credentials(self.writer.latest, request))
