@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench._harness.cpu import CpuMeter, Measured, client_cpu_seconds, machine_busy_seconds
+from bench._harness.cpu import Measured, client_cpu_seconds, machine_busy_seconds, timed_in_thread
 from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
 from bench._harness.proxy import WireLog
-from bench._harness.report import median, summary, table, warn
+from bench._harness.report import client_versions, median, summary, table, warn
 from bench._harness.runner import Benchmark, add_profile_flags, parser
 from bench._harness.server import ServerError, ServerProcess
 from bench._harness.wire import REQUEST_TIMEOUT_S, TimedConnection, decode_response, encode_request, free_ports
@@ -350,21 +350,6 @@ class RealClient:
         gc.collect()
 
 
-def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """(result, wall seconds) of ``fn()``."""
-    t0 = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - t0
-
-
-async def client_timed(server: ServerProcess, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """(result, row): ``fn()`` timed in a worker thread, with the CPU seconds of the server, of this
-    process (the client's threads) and of the machine's other processes meanwhile."""
-    meter = CpuMeter(server)
-    result, wall = await asyncio.to_thread(timed_call, fn)
-    return result, {"s": round(wall, 4), **meter.read()}
-
-
 # --- the counting proxy -----------------------------------------------------------------------------
 
 # What the proxy counts in each CreateAcls and DeleteAcls a client sends: its ACL entries.
@@ -439,7 +424,7 @@ async def create_client(name: str, server: ServerProcess, acls: list[Acl]) -> di
     client = await asyncio.to_thread(RealClient, name, server.bootstrap)
     try:
         objects = client.prepare(acls)
-        (created, errors), timing = await client_timed(server, lambda: client.create(objects))
+        (created, errors), timing = await timed_in_thread(server, lambda: client.create(objects))
     finally:
         await asyncio.to_thread(client.close)
     session = await RawSession.open(server)
@@ -610,7 +595,7 @@ async def section_describe(p: Params, workdir: Path) -> dict[str, Any]:
                         row["response_mib"] = round(row["response_bytes"] / 2**20, 2)
                     else:
                         client = clients[method]
-                        listed, row = await client_timed(server, client.describe)
+                        listed, row = await timed_in_thread(server, client.describe)
                         row["bindings"] = len(listed)
                         del listed
                     reps.append({"rep": rep, "method": method, **row})
@@ -889,7 +874,7 @@ def document(results: Mapping[str, Any]) -> dict[str, Any]:
     targets = verdicts(results)
     print("\ntargets (median <= 1 s): " + "; ".join(
         f"{k} {v['median_s']:.3f}s {'PASS' if v['pass'] else 'MISS'}" for k, v in targets.items()))  # fmt: skip
-    return {"clients": _client_versions(), "targets": targets}
+    return {"clients": client_versions(kafka_python=True), "targets": targets}
 
 
 BENCHMARK = Benchmark("acls", "ACL", document=document)
@@ -902,17 +887,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         return BENCHMARK.profile(p.quick, lambda workdir: profile_server(p, workdir, args.profile_lines))
     return BENCHMARK.main(args, p, {name: run for name, run in SECTIONS.items() if name in p.sections})
-
-
-def _client_versions() -> dict[str, str]:
-    import confluent_kafka
-    import kafka
-
-    return {
-        "kafka-python": str(kafka.__version__),
-        "confluent-kafka": str(confluent_kafka.__version__),
-        "librdkafka": str(confluent_kafka.libversion()[0]),
-    }
 
 
 if __name__ == "__main__":

@@ -38,16 +38,16 @@ import gc
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench._harness.cpu import CpuMeter, Measured
+from bench._harness.cpu import CpuMeter, Measured, timed_in_thread
 from bench._harness.load import cell_stats, closed_loop, split
 from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
 from bench._harness.proxy import WireLog
-from bench._harness.report import median, percentile_ms, summary, table, warn
+from bench._harness.report import client_versions, median, percentile_ms, summary, table, warn
 from bench._harness.runner import Benchmark, Section, add_profile_flags, parser
 from bench._harness.server import ServerProcess
 from bench._harness.strace import STRACE, TracedServer, fsync_before_reply, trace_events
@@ -304,30 +304,6 @@ class Confluent:
         gc.collect()
 
 
-async def thread_timed(server: Measured, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """(result, row): ``fn()`` timed in a worker thread, with the CPU seconds of the server, of this
-    process (the client library's threads included) and of the machine's other processes meanwhile."""
-
-    def call() -> tuple[Any, float]:
-        t0 = time.perf_counter()
-        result = fn()
-        return result, time.perf_counter() - t0
-
-    meter = CpuMeter(server)
-    result, wall = await asyncio.to_thread(call)
-    return result, {"s": round(wall, 4), **meter.read()}
-
-
-def client_versions() -> dict[str, str]:
-    import confluent_kafka
-
-    version: Any = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
-    return {
-        "confluent-kafka": str(version[0] if isinstance(version, tuple) else version),
-        "librdkafka": str(confluent_kafka.libversion()[0]),
-    }
-
-
 # --- one run: four fresh servers ----------------------------------------------------------------------
 
 
@@ -374,7 +350,7 @@ async def metadata_cells(
     if shape.name == "1p":
         client = await asyncio.to_thread(Confluent, f"{HOST}:{server.port}")
         try:
-            (seconds, counts), row = await thread_timed(server, lambda: client.list_topics_timed(p.list_reps))
+            (seconds, counts), row = await timed_in_thread(server, lambda: client.list_topics_timed(p.list_reps))
         finally:
             await asyncio.to_thread(client.close)
         ns = [int(s * 1e9) for s in seconds]
@@ -431,13 +407,13 @@ async def job_confluent(p: Params, run: int, method: str, shape: Shape, server: 
     where = f"run {run}, confluent-kafka, {shape.name}"
     try:
         new_topics = client.new_topics(names, shape)
-        (created, errors), row = await thread_timed(server, lambda: client.create(new_topics))
+        (created, errors), row = await timed_in_thread(server, lambda: client.create(new_topics))
         listed = await conn.listed()
         out.problems += listing_problems(f"{where}, after create_topics", listed, names, shape.partitions)
         out.create.append({"run": run, "method": "confluent-kafka", "shape": shape.name, **row, "results": len(names),
                            "created": created, "errors": errors, "listed": listed["topics"],
                            "listed_partitions": listed["partitions"]})  # fmt: skip
-        (deleted, errors), row = await thread_timed(server, lambda: client.delete(list(names)))
+        (deleted, errors), row = await timed_in_thread(server, lambda: client.delete(list(names)))
         after = await conn.listed()
         out.delete.append({"run": run, "method": "confluent-kafka", "shape": shape.name, **row, "results": len(names),
                            "deleted": deleted, "errors": errors, "listed": after["topics"],
@@ -790,12 +766,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return out.parse_args(argv)
 
 
-def document(results: Mapping[str, Any]) -> dict[str, Any]:
-    return {"clients": client_versions()}
-
-
 # The exit code is 1 if anything failed or any WARNING was printed.
-BENCHMARK = Benchmark("topics", "topic", document=document, strict=True)
+BENCHMARK = Benchmark("topics", "topic", document=lambda results: {"clients": client_versions()}, strict=True)
 
 
 def main(argv: list[str] | None = None) -> int:

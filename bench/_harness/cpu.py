@@ -4,10 +4,13 @@ figure is read beside the CPU both sides (and the neighbours) used meanwhile."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import resource
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -62,3 +65,18 @@ class CpuMeter:
         others = machine_busy_seconds() - self.busy0 - server - client
         return {"server_cpu_s": round(server, 2), "client_cpu_s": round(client, 2),
                 "others_cpu_s": round(max(others, 0.0), 2)}  # fmt: skip
+
+
+async def timed_in_thread(server: Measured, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
+    """(result, row): ``fn()`` (a blocking client library call) timed in a worker thread, so the event
+    loop keeps draining the servers' logs, with the CPU seconds of the server, of this process (the client
+    library's threads included) and of the machine's other processes meanwhile."""
+
+    def call() -> tuple[Any, float]:
+        t0 = time.perf_counter()
+        result = fn()
+        return result, time.perf_counter() - t0
+
+    meter = CpuMeter(server)
+    result, wall = await asyncio.to_thread(call)
+    return result, {"s": round(wall, 4), **meter.read()}

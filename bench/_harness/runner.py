@@ -20,13 +20,15 @@ from bench._harness.report import RESULTS, machine_facts, write_document
 from bench._harness.server import kill_all_servers
 
 
-def parser(doc: str | None, name: str, quick_help: str) -> argparse.ArgumentParser:
-    """An argument parser with the flags every benchmark has: ``--quick``, ``--out`` and ``--keep``."""
+def parser(doc: str | None, name: str, quick_help: str, *, keep: bool = True) -> argparse.ArgumentParser:
+    """An argument parser with the flags every benchmark has: ``--quick``, ``--out`` and (for those
+    with a temporary directory) ``--keep``."""
     out = argparse.ArgumentParser(prog=f"python -m bench.{name}", description=(doc or "").split("\n\n")[0])
     out.add_argument("--quick", action="store_true", help=quick_help)
     out.add_argument("--out", type=Path, default=RESULTS / f"{name}.json",
                      help=f"where the JSON goes (default bench/results/{name}.json)")  # fmt: skip
-    out.add_argument("--keep", action="store_true", help="keep the temporary directory (server logs and data)")
+    if keep:
+        out.add_argument("--keep", action="store_true", help="keep the temporary directory (server logs and data)")
     return out
 
 
