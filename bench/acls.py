@@ -47,10 +47,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness.clients import client_versions, confluent_admin, wait_all
 from bench._harness.cpu import Measured, client_cpu_seconds, machine_busy_seconds, timed_in_thread
 from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
 from bench._harness.proxy import WireLog
-from bench._harness.report import client_versions, median, summary, table, warn
+from bench._harness.report import median, summary, table, warn
 from bench._harness.runner import Benchmark, add_profile_flags, parser
 from bench._harness.server import ServerError, ServerProcess
 from bench._harness.wire import REQUEST_TIMEOUT_S, TimedConnection, decode_response, encode_request, free_ports
@@ -254,17 +255,6 @@ def kafka_python_admin(bootstrap: str) -> Any:
     )  # fmt: skip
 
 
-def confluent_admin(bootstrap: str) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap, "client.id": "ksteward-bench-confluent", "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN", "sasl.username": USER, "sasl.password": PASSWORD,
-        "socket.timeout.ms": int(REQUEST_TIMEOUT_S * 1000), "logger": logging.getLogger("librdkafka"),
-    }  # fmt: skip
-    return AdminClient(conf)
-
-
 def kafka_python_acls(acls: Sequence[Acl]) -> list[Any]:
     from kafka.admin import ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern, ResourceType
 
@@ -309,7 +299,10 @@ class RealClient:
 
     def __init__(self, name: str, bootstrap: str) -> None:
         self.name = name
-        self.admin = kafka_python_admin(bootstrap) if name == "kafka-python" else confluent_admin(bootstrap)
+        if name == "kafka-python":
+            self.admin = kafka_python_admin(bootstrap)
+        else:
+            self.admin = confluent_admin(bootstrap, sasl_plain=(USER, PASSWORD))
         # Warm up: a DescribeAcls that matches nothing opens and authenticates the connection the timed
         # calls use, so they measure the call alone.
         listed = self.describe(principal="User:nobody")
@@ -321,15 +314,7 @@ class RealClient:
         if self.name == "kafka-python":
             result = self.admin.create_acls(objects)
             return len(result["succeeded"]), sorted({repr(e) for e in result["failed"]})
-        futures = self.admin.create_acls(objects, request_timeout=REQUEST_TIMEOUT_S)
-        ok, errors = 0, set()
-        for future in futures.values():
-            try:
-                future.result()
-                ok += 1
-            except Exception as exc:  # each binding's future carries its own error
-                errors.add(repr(exc))
-        return ok, sorted(errors)
+        return wait_all(self.admin.create_acls(objects, request_timeout=REQUEST_TIMEOUT_S))
 
     def describe(self, principal: str | None = None) -> list[Any]:
         if self.name == "kafka-python":

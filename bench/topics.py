@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -43,11 +42,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness.clients import client_versions, confluent_admin, wait_all
 from bench._harness.cpu import CpuMeter, Measured, timed_in_thread
 from bench._harness.load import cell_stats, closed_loop, split
 from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
 from bench._harness.proxy import WireLog
-from bench._harness.report import client_versions, median, percentile_ms, summary, table, warn
+from bench._harness.report import median, percentile_ms, summary, table, warn
 from bench._harness.runner import Benchmark, Section, add_profile_flags, parser
 from bench._harness.server import ServerProcess
 from bench._harness.strace import STRACE, TracedServer, fsync_before_reply, trace_events
@@ -63,7 +63,6 @@ from bench._harness.wire import (
 )
 from ksteward.protocol.apis import ApiKey, api_name
 
-METADATA, CREATE_TOPICS, DELETE_TOPICS = ApiKey.METADATA, ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS
 CREATE_VERSION, DELETE_VERSION = 7, 6  # the newest the server serves
 CLIENT_CREATE_VERSION, CLIENT_DELETE_VERSION = 4, 4  # what librdkafka 2.x sends (the checks count them)
 METADATA_VERSION = 13  # the newest; librdkafka's list_topics() sends it too
@@ -141,7 +140,7 @@ def create_frame(names: Sequence[str], shape: Shape, correlation_id: int, versio
         for n in names
     ]
     body = {"topics": topics, "timeout_ms": 60_000, "validate_only": False}
-    return encode_request(CREATE_TOPICS, version, body, correlation_id)
+    return encode_request(ApiKey.CREATE_TOPICS, version, body, correlation_id)
 
 
 def delete_frame(names: Sequence[str], correlation_id: int, version: int = DELETE_VERSION) -> bytes:
@@ -150,18 +149,18 @@ def delete_frame(names: Sequence[str], correlation_id: int, version: int = DELET
         body["topics"] = [{"name": n, "topic_id": None} for n in names]
     else:
         body["topic_names"] = list(names)
-    return encode_request(DELETE_TOPICS, version, body, correlation_id)
+    return encode_request(ApiKey.DELETE_TOPICS, version, body, correlation_id)
 
 
 def metadata_frame(correlation_id: int) -> bytes:
     values = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return encode_request(METADATA, METADATA_VERSION, values, correlation_id)
+    return encode_request(ApiKey.METADATA, METADATA_VERSION, values, correlation_id)
 
 
 def create_outcome(payload: bytes, names: Sequence[str], shape: Shape, version: int = CREATE_VERSION) -> dict[str, Any]:
     """Per-topic results of a CreateTopics response: error 0 for each name and, from v5 on, the partition
     count and the shape's configs among the configs the response describes."""
-    _, body = decode_response(CREATE_TOPICS, version, payload)
+    _, body = decode_response(ApiKey.CREATE_TOPICS, version, payload)
     errors = sorted({f"{int(t.error_code)} {t.error_message}" for t in body.topics if int(t.error_code) != 0})
     ok = [t for t in body.topics if int(t.error_code) == 0]
     wanted = dict(shape.configs)
@@ -181,7 +180,7 @@ def create_outcome(payload: bytes, names: Sequence[str], shape: Shape, version: 
 
 
 def delete_outcome(payload: bytes, names: Sequence[str], version: int = DELETE_VERSION) -> dict[str, Any]:
-    _, body = decode_response(DELETE_TOPICS, version, payload)
+    _, body = decode_response(ApiKey.DELETE_TOPICS, version, payload)
     errors = sorted({f"{int(r.error_code)} {r.error_message}" for r in body.responses if int(r.error_code) != 0})
     return {
         "results": len(body.responses),
@@ -193,7 +192,7 @@ def delete_outcome(payload: bytes, names: Sequence[str], version: int = DELETE_V
 
 def listing(payload: bytes) -> dict[str, Any]:
     """What a Metadata (all topics) response lists."""
-    _, body = decode_response(METADATA, METADATA_VERSION, payload)
+    _, body = decode_response(ApiKey.METADATA, METADATA_VERSION, payload)
     return {
         "error_code": int(getattr(body, "error_code", 0)),  # v13+ only
         "names": sorted(t.name for t in body.topics),
@@ -248,15 +247,7 @@ class Confluent:
     """One confluent-kafka AdminClient, connected before any clock starts (a warm-up list_topics)."""
 
     def __init__(self, bootstrap: str) -> None:
-        from confluent_kafka.admin import AdminClient
-
-        conf: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "client.id": "ksteward-bench-confluent",
-            "socket.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
-            "logger": logging.getLogger("librdkafka"),
-        }
-        self.admin: Any = AdminClient(conf)
+        self.admin: Any = confluent_admin(bootstrap)
         self.list_topics()
 
     @staticmethod
@@ -267,23 +258,10 @@ class Confluent:
 
     def create(self, new_topics: list[Any]) -> tuple[int, list[str]]:
         """(created, distinct errors): until every topic's future is done."""
-        futures = self.admin.create_topics(new_topics, request_timeout=REQUEST_TIMEOUT_S)
-        return self._wait(futures)
+        return wait_all(self.admin.create_topics(new_topics, request_timeout=REQUEST_TIMEOUT_S))
 
     def delete(self, names: list[str]) -> tuple[int, list[str]]:
-        futures = self.admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S)
-        return self._wait(futures)
-
-    @staticmethod
-    def _wait(futures: dict[str, Any]) -> tuple[int, list[str]]:
-        ok, errors = 0, set()
-        for future in futures.values():
-            try:
-                future.result()
-                ok += 1
-            except Exception as exc:  # each topic's future carries its own error
-                errors.add(repr(exc))
-        return ok, sorted(errors)
+        return wait_all(self.admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S))
 
     def list_topics(self) -> int:
         """Topics listed by one list_topics() (Metadata for all topics), end to end."""
@@ -527,9 +505,9 @@ def metadata_summaries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # What the proxy counts in each topic request a client sends: its topics ("all" for a Metadata of all).
 TOPIC_COUNTS = {
-    CREATE_TOPICS: lambda body, version: f"{len(body.topics):,}",
-    DELETE_TOPICS: lambda body, version: f"{len(body.topic_names if version < 6 else body.topics):,}",
-    METADATA: lambda body, version: "all" if body.topics is None else f"{len(body.topics):,}",
+    ApiKey.CREATE_TOPICS: lambda body, version: f"{len(body.topics):,}",
+    ApiKey.DELETE_TOPICS: lambda body, version: f"{len(body.topic_names if version < 6 else body.topics):,}",
+    ApiKey.METADATA: lambda body, version: "all" if body.topics is None else f"{len(body.topics):,}",
 }
 
 
@@ -569,7 +547,7 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
                 outcome = create_outcome(timing.payload, raw_names[shape.name], shape)
                 if outcome["created"] != p.topics:
                     problems.append(f"checks: raw CreateTopics {shape.name}: {outcome['errors']}")
-                raw_mutations.append((f"CreateTopics v{CREATE_VERSION} {shape.name}", CREATE_TOPICS, cid))
+                raw_mutations.append((f"CreateTopics v{CREATE_VERSION} {shape.name}", ApiKey.CREATE_TOPICS, cid))
             wire.tag = "connect"
             client = await asyncio.to_thread(Confluent, f"{HOST}:{proxy_port}")
             try:
@@ -593,9 +571,9 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
                 timing = await conn.timed(delete_frame(raw_names[shape.name], cid))
                 if delete_outcome(timing.payload, raw_names[shape.name])["deleted"] != p.topics:
                     problems.append(f"checks: raw DeleteTopics {shape.name} failed")
-                raw_mutations.append((f"DeleteTopics v{DELETE_VERSION} {shape.name}", DELETE_TOPICS, cid))
+                raw_mutations.append((f"DeleteTopics v{DELETE_VERSION} {shape.name}", ApiKey.DELETE_TOPICS, cid))
             left = await conn.listed()  # also the control: a read-only request, no fsync expected
-            raw_mutations.append((f"control: Metadata v{METADATA_VERSION}", METADATA, conn.last_cid))
+            raw_mutations.append((f"control: Metadata v{METADATA_VERSION}", ApiKey.METADATA, conn.last_cid))
             if left["topics"]:
                 problems.append(f"checks: {left['topics']} topics left after deleting all")
         finally:
@@ -612,11 +590,12 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
     if STRACE:
         events = trace_events(trace_path.read_text(errors="replace"))
         asked = [(label, "raw", key, cid) for label, key, cid in raw_mutations]
+        mutations = wire.requests((ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS))
         asked += [(f"{api_name(key)} v{version} ({tag})", "confluent-kafka", key, cid)
-                  for tag, key, version, cid in wire.requests((CREATE_TOPICS, DELETE_TOPICS))]  # fmt: skip
+                  for tag, key, version, cid in mutations]  # fmt: skip
         for label, by, key, cid in asked:
             found = fsync_before_reply(events, key, cid)
-            fsync_rows.append({"request": label, "by": by, "cid": cid, "expected": key != METADATA, **found})
+            fsync_rows.append({"request": label, "by": by, "cid": cid, "expected": key != ApiKey.METADATA, **found})
         problems += [f"checks: {r['request']} by {r['by']}: log fsync between reading it and replying: "
                      f"{'yes' if r['durable_before_reply'] else 'no'}, expected {'yes' if r['expected'] else 'no'}"
                      for r in fsync_rows if r["seen"] and r["durable_before_reply"] != r["expected"]]  # fmt: skip

@@ -124,20 +124,6 @@ def git_head() -> str | None:
         return None
 
 
-def client_versions(*, kafka_python: bool = False) -> dict[str, str]:
-    """The versions of the client libraries a benchmark drives."""
-    import confluent_kafka
-
-    version: Any = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
-    out = {"confluent-kafka": str(version[0] if isinstance(version, tuple) else version),
-           "librdkafka": str(confluent_kafka.libversion()[0])}  # fmt: skip
-    if kafka_python:
-        import kafka
-
-        out = {"kafka-python": str(kafka.__version__), **out}
-    return out
-
-
 def write_document(path: Path, benchmark: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     """Write ``fields`` as JSON to ``path``, after the facts of the run: which benchmark, the command,
     the git HEAD (and whether the tree was dirty), where ``ksteward`` came from, the load at the end."""
