@@ -54,7 +54,14 @@ from bench._harness.proxy import WireLog
 from bench._harness.report import median, summary, table, warn
 from bench._harness.runner import Benchmark, add_profile_flags, parser
 from bench._harness.server import ServerError, ServerProcess
-from bench._harness.wire import REQUEST_TIMEOUT_S, TimedConnection, decode_response, encode_request, free_ports
+from bench._harness.wire import (
+    REQUEST_TIMEOUT_S,
+    FrameClient,
+    TimedConnection,
+    decode_response,
+    encode_request,
+    free_ports,
+)
 from ksteward.protocol.apis import ApiKey
 
 USER, PASSWORD = "admin", "admin-secret"
@@ -221,7 +228,7 @@ class RawSession(TimedConnection):
 
     @classmethod
     async def open(cls, server: Measured, first_cid: int = 10) -> RawSession:
-        session = cls(server, (await TimedConnection.open(server)).client, first_cid)
+        session = cls(server, await FrameClient.connect(server.port), first_cid)
         payload = await session.request(encode_request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, 1), 30)
         if decode_response(ApiKey.SASL_HANDSHAKE, 1, payload)[1].error_code != 0:
             raise ServerError(f"{server.name}: SaslHandshake(PLAIN) failed")

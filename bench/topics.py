@@ -54,6 +54,7 @@ from bench._harness.strace import STRACE, TracedServer, fsync_before_reply, trac
 from bench._harness.wire import (
     HOST,
     REQUEST_TIMEOUT_S,
+    FrameClient,
     TimedConnection,
     Timing,
     decode_response,
@@ -212,7 +213,7 @@ class RawConnection(TimedConnection):
 
     @classmethod
     async def open(cls, server: Measured, first_cid: int = RAW_CID) -> RawConnection:
-        return cls(server, (await TimedConnection.open(server)).client, first_cid)
+        return cls(server, await FrameClient.connect(server.port), first_cid)
 
     async def listed(self) -> dict[str, Any]:
         """The topics a Metadata (all topics) request lists now (a check, not timed)."""
