@@ -47,12 +47,12 @@ typecheck: dev
 check: lint typecheck test
 
 bench: dev
-	$(PY) bench/server.py
-	$(PY) bench/authorizer.py
-	$(PY) bench/acls.py
-	$(PY) bench/topics.py
-	$(PY) bench/configs.py
-	$(PY) bench/pipeline.py
+	$(PY) -m bench.server
+	$(PY) -m bench.authorizer
+	$(PY) -m bench.acls
+	$(PY) -m bench.topics
+	$(PY) -m bench.configs
+	$(PY) -m bench.pipeline
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules

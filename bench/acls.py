@@ -1,9 +1,9 @@
 """ACL administration benchmarks against a real server over SASL_PLAINTEXT: one durable CreateAcls of
 10,000 ACLs, DescribeAcls of 100,000 ACLs through real clients, and DeleteAcls of those 100,000.
 
-    .venv/bin/python bench/acls.py            # everything (about 1-2 minutes on 2 cores)
-    .venv/bin/python bench/acls.py --quick    # CreateAcls of 1,000, 20,000 ACLs, 2 runs (20-35 seconds)
-    .venv/bin/python bench/acls.py --profile  # not a measurement: cProfile of an in-process server
+    .venv/bin/python -m bench.acls            # everything (about 1-2 minutes on 2 cores)
+    .venv/bin/python -m bench.acls --quick    # CreateAcls of 1,000, 20,000 ACLs, 2 runs (20-35 seconds)
+    .venv/bin/python -m bench.acls --profile  # not a measurement: cProfile of an in-process server
 
 1. ``create``: on a fresh server per run and method, one CreateAcls of 10,000 new ACLs, timed from
    sending the request to having the whole response. ``raw``: one pre-encoded kio CreateAcls v3 frame
@@ -19,10 +19,11 @@
    last response byte), confluent-kafka ``describe_acls`` and kafka-python ``describe_acls`` (from
    the call to the returned list, whose length must be 100,000).
 3. ``delete``: on that server, one raw DeleteAcls with one filter ANY (timed; a request that would
-   remove more than 10,000 ACLs is refused as a whole, authorizer spec §4.7), then 10 raw DeleteAcls
+   remove more than 10,000 ACLs is refused as a whole, as Kafka's ``AclControlManager.deleteAcls`` does
+   under its limit of 10,000 records per request, KAFKA-14996), then 10 raw DeleteAcls
    of one principal each (10,000 ACLs each), timed, until a DescribeAcls counts 0.
 
-The ACLs follow the realistic layout of ``bench/authorizer.py`` (no wildcard section): resources
+The ACLs follow the realistic layout of ``bench/_harness/acl_layout.py`` (no wildcard section): resources
 ``foo-bar35_resource-<i>`` (every 10th a GROUP, every 5th PREFIXED), 10 principals ``User:test-user``,
 ``User:test-user1`` .. ``User:test-user9``, host ``*``; each principal gets READ or WRITE ALLOW on each
 resource and a DENY on a quarter of them, so every principal holds exactly a tenth of the ACLs.
@@ -36,57 +37,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import cProfile
 import gc
-import io
 import json
 import logging
-import os
-import pstats
-import shutil
-import struct
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import kio
-from kio.index import load_request_schema
-from kio.serial import entity_reader
-
-import ksteward
-from _common import (
-    HOST,
-    REPO,
+from bench._harness.clients import client_versions, confluent_admin, wait_all
+from bench._harness.cpu import Measured, client_cpu_seconds, machine_busy_seconds, timed_in_thread
+from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
+from bench._harness.proxy import WireLog
+from bench._harness.report import median, summary, table, warn
+from bench._harness.runner import Benchmark, add_profile_flags, parser
+from bench._harness.server import ServerError, ServerProcess
+from bench._harness.wire import (
+    REQUEST_TIMEOUT_S,
     FrameClient,
-    ServerError,
-    ServerProcess,
-    client_cpu_seconds,
+    TimedConnection,
     decode_response,
     encode_request,
     free_ports,
-    git_dirty,
-    git_head,
-    kill_all_servers,
-    machine_facts,
-    median,
-    table,
 )
+from ksteward.protocol.apis import ApiKey
 
-RESULTS = Path(__file__).resolve().parent / "results" / "acls.json"
-_CLK_TCK = os.sysconf("SC_CLK_TCK")
-SASL_CONFIG = REPO / "config" / "sasl.properties"
-SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 17, 36, 29, 30, 31
-API_NAMES = {
-    3: "Metadata", 17: "SaslHandshake", 18: "ApiVersions", 29: "DescribeAcls", 30: "CreateAcls", 31: "DeleteAcls",
-    36: "SaslAuthenticate", 60: "DescribeCluster",
-}  # fmt: skip
 USER, PASSWORD = "admin", "admin-secret"
 ACL_VERSION = 3  # the newest CreateAcls / DescribeAcls / DeleteAcls version the server serves
 MAX_PER_REQUEST = 10_000  # one CreateAcls may create, one DeleteAcls may remove, at most this many ACLs
@@ -100,7 +77,6 @@ READ, WRITE, DELETE = 3, 4, 6
 DENY, ALLOW = 2, 3
 METHODS = ("raw", "kafka-python", "confluent-kafka")
 CLIENTS = ("confluent-kafka", "kafka-python")
-REQUEST_TIMEOUT_S = 120.0
 
 # (resource type, resource name, pattern type, principal, host, operation, permission), as codes
 Acl = tuple[int, str, int, str, str, int, int]
@@ -143,7 +119,7 @@ def add_minus_raw(summaries: list[dict[str, Any]]) -> None:
     raw = next(s["median_s"] for s in summaries if s["method"] == "raw")
     for s in summaries:
         if s["method"] in CLIENTS:
-            s["minus_raw_s"] = rounded(s["median_s"] - raw)
+            s["minus_raw_s"] = round(s["median_s"] - raw, 4)
 
 
 def cpu_medians(rows: Sequence[Mapping[str, Any]], method: str) -> dict[str, float]:
@@ -154,27 +130,6 @@ def cpu_medians(rows: Sequence[Mapping[str, Any]], method: str) -> dict[str, flo
     return {  # kafkajs rows are timed inside node and carry no CPU figures
         "server_cpu_median_s": round(median(server), 2) if server else None,
         "others_cpu_median_s": round(median(others), 2) if others else None,
-    }
-
-
-def warn(problems: list[str]) -> None:
-    for problem in problems:
-        print(f"  WARNING: {problem}")
-
-
-def rounded(value: float, digits: int = 4) -> float:
-    return round(value, digits)
-
-
-def summary(values: Sequence[float]) -> dict[str, Any]:
-    """Median, min, max and spread = (max - min) / median of one method's runs."""
-    mid = median(values)
-    return {
-        "median_s": rounded(mid),
-        "min_s": rounded(min(values)),
-        "max_s": rounded(max(values)),
-        "spread": round((max(values) - min(values)) / mid, 3) if mid else None,
-        "n": len(values),
     }
 
 
@@ -224,7 +179,7 @@ def create_frame(acls: Sequence[Acl], correlation_id: int) -> bytes:
          "host": host, "operation": op, "permission_type": perm}
         for rt, name, pt, principal, host, op, perm in acls
     ]  # fmt: skip
-    return encode_request(CREATE_ACLS, ACL_VERSION, {"creations": creations}, correlation_id)
+    return encode_request(ApiKey.CREATE_ACLS, ACL_VERSION, {"creations": creations}, correlation_id)
 
 
 def acl_filter(principal: str | None = None) -> dict[str, Any]:
@@ -236,187 +191,62 @@ def acl_filter(principal: str | None = None) -> dict[str, Any]:
 
 
 def describe_frame(correlation_id: int) -> bytes:
-    return encode_request(DESCRIBE_ACLS, ACL_VERSION, acl_filter(), correlation_id)
+    return encode_request(ApiKey.DESCRIBE_ACLS, ACL_VERSION, acl_filter(), correlation_id)
 
 
 def delete_frame(filters: Sequence[Mapping[str, Any]], correlation_id: int) -> bytes:
-    return encode_request(DELETE_ACLS, ACL_VERSION, {"filters": list(filters)}, correlation_id)
+    return encode_request(ApiKey.DELETE_ACLS, ACL_VERSION, {"filters": list(filters)}, correlation_id)
 
 
 def creation_errors(payload: bytes) -> tuple[int, int, list[str]]:
     """(results, results with error code 0, distinct error texts) of a CreateAcls response payload."""
-    _, body = decode_response(CREATE_ACLS, ACL_VERSION, payload)
+    _, body = decode_response(ApiKey.CREATE_ACLS, ACL_VERSION, payload)
     errors = sorted({f"{int(r.error_code)} {r.error_message}" for r in body.results if int(r.error_code) != 0})
     return len(body.results), sum(1 for r in body.results if int(r.error_code) == 0), errors
 
 
 def described_count(payload: bytes) -> int:
-    _, body = decode_response(DESCRIBE_ACLS, ACL_VERSION, payload)
+    _, body = decode_response(ApiKey.DESCRIBE_ACLS, ACL_VERSION, payload)
     if int(body.error_code) != 0:
         raise RuntimeError(f"DescribeAcls failed: {int(body.error_code)} {body.error_message}")
     return sum(len(r.acls) for r in body.resources)
 
 
 def deletion_results(payload: bytes) -> list[dict[str, Any]]:
-    _, body = decode_response(DELETE_ACLS, ACL_VERSION, payload)
+    _, body = decode_response(ApiKey.DELETE_ACLS, ACL_VERSION, payload)
     return [
         {"error_code": int(r.error_code), "error_message": r.error_message, "matching_acls": len(r.matching_acls)}
         for r in body.filter_results
     ]
 
 
-# --- a SASL server and a raw SASL connection ----------------------------------------------------------
+# --- a raw SASL connection ---------------------------------------------------------------------------
 
 
-class SaslServer(ServerProcess):
-    """``ksteward serve --config config/sasl.properties``: SASL_PLAINTEXT with the StandardAuthorizer.
-
-    ``advertise_port`` makes the node advertise another port (the counting proxy's), so that clients
-    which follow the Metadata answer keep going through the proxy."""
-
-    advertise_port: int | None = None
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        cmd[cmd.index("--config") + 1] = str(SASL_CONFIG)
-        advertised = self.advertise_port or self.port
-        out = []
-        for arg in cmd:
-            if arg.startswith("listeners="):
-                arg = arg.replace("PLAINTEXT://", "SASL_PLAINTEXT://", 1)
-            elif arg.startswith("advertised.listeners="):
-                arg = f"advertised.listeners=SASL_PLAINTEXT://{HOST}:{advertised}"
-            out.append(arg)
-        return out
-
-    @property
-    def bootstrap(self) -> str:
-        return f"{HOST}:{self.advertise_port or self.port}"
-
-
-class TimedClient(FrameClient):
-    """A FrameClient that also notes when the first byte of a response arrived."""
-
-    first_byte_ns = 0
-
-    def data_received(self, data: bytes) -> None:
-        if not self.first_byte_ns:
-            self.first_byte_ns = time.perf_counter_ns()
-        super().data_received(data)
-
-
-def machine_busy_seconds() -> float:
-    """CPU seconds all processes on the machine have used (``/proc/stat``: everything but idle and
-    iowait, stolen time included); minus ours and the server's, that is what neighbours took."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / _CLK_TCK
-
-
-class CpuMeter:
-    """CPU seconds of the server, of this process and of everything else on the machine, over a span."""
-
-    def __init__(self, server: Served) -> None:
-        self.server = server
-        self.server0, self.client0, self.busy0 = server.cpu_seconds(), client_cpu_seconds(), machine_busy_seconds()
-
-    def read(self) -> dict[str, float]:
-        server = self.server.cpu_seconds() - self.server0
-        client = client_cpu_seconds() - self.client0
-        others = machine_busy_seconds() - self.busy0 - server - client
-        return {"server_cpu_s": round(server, 2), "client_cpu_s": round(client, 2),
-                "others_cpu_s": round(max(others, 0.0), 2)}  # fmt: skip
-
-
-@dataclass
-class Timing:
-    payload: bytes
-    wall_s: float
-    first_byte_s: float
-    cpu: dict[str, float]  # CpuMeter.read()
-    request_bytes: int
-
-    @property
-    def server_cpu_s(self) -> float:
-        return self.cpu["server_cpu_s"]
-
-    def row(self) -> dict[str, Any]:
-        return {
-            "s": rounded(self.wall_s),
-            "first_byte_s": rounded(self.first_byte_s),
-            **self.cpu,
-            "request_bytes": self.request_bytes,
-            "response_bytes": len(self.payload) + 4,
-        }
-
-
-class Served(Protocol):
-    """What a RawSession needs of a server: a subprocess (SaslServer) or the in-process one (--profile)."""
-
-    name: str
-    port: int
-
-    def cpu_seconds(self) -> float: ...
-
-
-class RawSession:
+class RawSession(TimedConnection):
     """One connection, logged in as the super user with SaslHandshake v1 + SaslAuthenticate v2 (PLAIN)."""
 
-    def __init__(self, server: Served, client: TimedClient) -> None:
-        self.server = server
-        self.client = client
-        self._cid = 10
-
     @classmethod
-    async def open(cls, server: Served) -> RawSession:
-        client = cast(TimedClient, await TimedClient.connect(server.port))
-        payload = await client.request(encode_request(SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, 1), 30)
-        if decode_response(SASL_HANDSHAKE, 1, payload)[1].error_code != 0:
+    async def open(cls, server: Measured, first_cid: int = 10) -> RawSession:
+        session = cls(server, await FrameClient.connect(server.port), first_cid)
+        payload = await session.request(encode_request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"}, 1), 30)
+        if decode_response(ApiKey.SASL_HANDSHAKE, 1, payload)[1].error_code != 0:
             raise ServerError(f"{server.name}: SaslHandshake(PLAIN) failed")
         token = b"\0" + USER.encode() + b"\0" + PASSWORD.encode()
-        payload = await client.request(encode_request(SASL_AUTHENTICATE, 2, {"auth_bytes": token}, 2), 30)
-        _, body = decode_response(SASL_AUTHENTICATE, 2, payload)
+        payload = await session.request(encode_request(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token}, 2), 30)
+        _, body = decode_response(ApiKey.SASL_AUTHENTICATE, 2, payload)
         if body.error_code != 0:
             raise ServerError(f"{server.name}: SASL PLAIN as {USER} failed: {body.error_message}")
-        return cls(server, client)
-
-    def next_cid(self) -> int:
-        self._cid += 1
-        return self._cid
-
-    async def timed(self, frame: bytes, timeout: float = REQUEST_TIMEOUT_S) -> Timing:
-        """Send one pre-encoded frame (its correlation id already set) and time its response."""
-        client, server = self.client, self.server
-        meter = CpuMeter(server)
-        client.first_byte_ns = 0
-        started = time.perf_counter_ns()
-        payload = await client.request(frame, timeout)
-        ended = time.perf_counter_ns()
-        cpu = meter.read()
-        if payload[:4] != frame[8:12]:
-            raise ServerError(f"{server.name}: correlation id {payload[:4].hex()}, expected {frame[8:12].hex()}")
-        return Timing(payload, (ended - started) / 1e9, (client.first_byte_ns - started) / 1e9, cpu, len(frame))
+        return session
 
     async def count(self) -> int:
         """How many ACLs a DescribeAcls with filter ANY lists (checks, not timed)."""
         return described_count((await self.timed(describe_frame(self.next_cid()))).payload)
 
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
-
-async def started(servers: Sequence[SaslServer]) -> None:
-    await asyncio.gather(*(s.start(timeout=120) for s in servers))
-
-
-async def killed(server: SaslServer) -> None:
-    """SIGKILL and reap (a crash: nothing is flushed or snapshotted on the way out)."""
-    server.kill()
-    assert server.proc is not None
-    await asyncio.wait_for(server.proc.wait(), 60)
-    if server._drain is not None:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(server._drain, 5)
+def sasl_server(workdir: Path, name: str, **kwargs: Any) -> ServerProcess:
+    """``ksteward serve --config config/sasl.properties``: SASL_PLAINTEXT with the StandardAuthorizer."""
+    return ServerProcess(workdir, name, sasl=True, **kwargs)
 
 
 # --- the real clients (blocking; called in a worker thread so the event loop keeps draining logs) ------
@@ -430,17 +260,6 @@ def kafka_python_admin(bootstrap: str) -> Any:
         sasl_mechanism="PLAIN", sasl_plain_username=USER, sasl_plain_password=PASSWORD,
         request_timeout_ms=int(REQUEST_TIMEOUT_S * 1000), bootstrap_timeout_ms=30_000,
     )  # fmt: skip
-
-
-def confluent_admin(bootstrap: str) -> Any:
-    from confluent_kafka.admin import AdminClient
-
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap, "client.id": "ksteward-bench-confluent", "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN", "sasl.username": USER, "sasl.password": PASSWORD,
-        "socket.timeout.ms": int(REQUEST_TIMEOUT_S * 1000), "logger": logging.getLogger("librdkafka"),
-    }  # fmt: skip
-    return AdminClient(conf)
 
 
 def kafka_python_acls(acls: Sequence[Acl]) -> list[Any]:
@@ -487,7 +306,10 @@ class RealClient:
 
     def __init__(self, name: str, bootstrap: str) -> None:
         self.name = name
-        self.admin = kafka_python_admin(bootstrap) if name == "kafka-python" else confluent_admin(bootstrap)
+        if name == "kafka-python":
+            self.admin = kafka_python_admin(bootstrap)
+        else:
+            self.admin = confluent_admin(bootstrap, sasl_plain=(USER, PASSWORD))
         # Warm up: a DescribeAcls that matches nothing opens and authenticates the connection the timed
         # calls use, so they measure the call alone.
         listed = self.describe(principal="User:nobody")
@@ -499,15 +321,7 @@ class RealClient:
         if self.name == "kafka-python":
             result = self.admin.create_acls(objects)
             return len(result["succeeded"]), sorted({repr(e) for e in result["failed"]})
-        futures = self.admin.create_acls(objects, request_timeout=REQUEST_TIMEOUT_S)
-        ok, errors = 0, set()
-        for future in futures.values():
-            try:
-                future.result()
-                ok += 1
-            except Exception as exc:  # each binding's future carries its own error
-                errors.add(repr(exc))
-        return ok, sorted(errors)
+        return wait_all(self.admin.create_acls(objects, request_timeout=REQUEST_TIMEOUT_S))
 
     def describe(self, principal: str | None = None) -> list[Any]:
         if self.name == "kafka-python":
@@ -528,91 +342,13 @@ class RealClient:
         gc.collect()
 
 
-def timed_call(fn: Callable[[], Any]) -> tuple[Any, float]:
-    """(result, wall seconds) of ``fn()``."""
-    t0 = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - t0
-
-
-async def client_timed(server: SaslServer, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """(result, row): ``fn()`` timed in a worker thread, with the CPU seconds of the server, of this
-    process (the client's threads) and of the machine's other processes meanwhile."""
-    meter = CpuMeter(server)
-    result, wall = await asyncio.to_thread(timed_call, fn)
-    return result, {"s": rounded(wall), **meter.read()}
-
-
 # --- the counting proxy -----------------------------------------------------------------------------
 
-
-class WireLog:
-    """A TCP proxy that records every request frame a client sends (API key, version, size)."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.frames: list[tuple[str, int, int, bytes]] = []  # (tag, api key, api version, payload)
-        self.tag = ""
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    async def start(self, port: int) -> None:
-        self._server = await asyncio.start_server(self._connected, HOST, port)
-
-    async def _connected(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(HOST, self.target_port)
-        try:
-            await asyncio.gather(self._requests(reader, up_writer), self._copy(up_reader, writer))
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-            up_writer.close()
-
-    async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readexactly(4)
-            except asyncio.IncompleteReadError:
-                writer.close()
-                return
-            payload = await reader.readexactly(struct.unpack(">i", head)[0])
-            api_key, api_version = struct.unpack_from(">hh", payload, 0)
-            self.frames.append((self.tag, api_key, api_version, payload))
-            writer.write(head + payload)
-            await writer.drain()
-
-    @staticmethod
-    async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while chunk := await reader.read(1 << 16):
-            writer.write(chunk)
-            await writer.drain()
-        writer.close()
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 10)
-
-    def report(self, tag: str) -> list[dict[str, Any]]:
-        """One row per request kind the client sent under ``tag``: count, bytes, ACL entries."""
-        rows: dict[tuple[int, int], dict[str, Any]] = {}
-        for t, key, version, payload in self.frames:
-            if t != tag:
-                continue
-            row = rows.setdefault(
-                (key, version),
-                {"api": f"{API_NAMES.get(key, key)} v{version}", "requests": 0, "bytes": 0, "entries": []},
-            )
-            row["requests"] += 1
-            row["bytes"] += len(payload) + 4
-            if key in (CREATE_ACLS, DELETE_ACLS):
-                cls: Any = load_request_schema(key, version)
-                _, offset = entity_reader(cls.__header_schema__)(payload, 0)
-                body, _ = entity_reader(cls)(payload, offset)
-                row["entries"].append(len(body.creations if key == CREATE_ACLS else body.filters))
-        return [{**r, "entries": ", ".join(f"{n:,}" for n in r["entries"]) or "-"} for r in rows.values()]
+# What the proxy counts in each CreateAcls and DeleteAcls a client sends: its ACL entries.
+ENTRIES = {
+    ApiKey.CREATE_ACLS: lambda body, version: f"{len(body.creations):,}",
+    ApiKey.DELETE_ACLS: lambda body, version: f"{len(body.filters):,}",
+}
 
 
 # --- 1. one CreateAcls of 10,000 ---------------------------------------------------------------------
@@ -633,7 +369,7 @@ WIRE_COLUMNS = [("client", "client"), ("call", "call"), ("request", "api"), ("re
                 ("bytes", "bytes"), ("ACL entries per request", "entries")]  # fmt: skip
 
 
-async def create_raw(server: SaslServer, acls: list[Acl], workdir: Path) -> dict[str, Any]:
+async def create_raw(server: ServerProcess, acls: list[Acl], workdir: Path) -> dict[str, Any]:
     """The raw CreateAcls, its count, then SIGKILL, restart, count again, and a DeleteAcls ANY."""
     frame = create_frame(acls, 100)
     session = await RawSession.open(server)
@@ -643,9 +379,9 @@ async def create_raw(server: SaslServer, acls: list[Acl], workdir: Path) -> dict
     finally:
         await session.aclose()
     results, ok, errors = creation_errors(timing.payload)
-    await killed(server)
-    again = SaslServer(workdir, f"{server.name}-restart", data_dir=server.data_dir,
-                       ports=(server.port, server.controller_port))  # fmt: skip
+    await server.crash()
+    again = sasl_server(workdir, f"{server.name}-restart", data_dir=server.data_dir,
+                        ports=(server.port, server.controller_port))  # fmt: skip
     try:
         await again.start(timeout=120)
         session = await RawSession.open(again)
@@ -666,7 +402,7 @@ async def create_raw(server: SaslServer, acls: list[Acl], workdir: Path) -> dict
         "errors": errors,
         "described": described,
         "after_restart": after_restart,
-        "delete_s": rounded(deletion.wall_s),
+        "delete_s": round(deletion.wall_s, 4),
         "delete_server_cpu_s": deletion.server_cpu_s,
         "delete_others_cpu_s": deletion.cpu["others_cpu_s"],
         "delete_error_code": deleted["error_code"],
@@ -676,11 +412,11 @@ async def create_raw(server: SaslServer, acls: list[Acl], workdir: Path) -> dict
     }
 
 
-async def create_client(name: str, server: SaslServer, acls: list[Acl]) -> dict[str, Any]:
+async def create_client(name: str, server: ServerProcess, acls: list[Acl]) -> dict[str, Any]:
     client = await asyncio.to_thread(RealClient, name, server.bootstrap)
     try:
         objects = client.prepare(acls)
-        (created, errors), timing = await client_timed(server, lambda: client.create(objects))
+        (created, errors), timing = await timed_in_thread(server, lambda: client.create(objects))
     finally:
         await asyncio.to_thread(client.close)
     session = await RawSession.open(server)
@@ -700,8 +436,7 @@ async def create_client(name: str, server: SaslServer, acls: list[Acl]) -> dict[
 async def wire_check(p: Params, workdir: Path, acls: list[Acl]) -> list[dict[str, Any]]:
     """Both clients through the counting proxy: what CreateAcls and DescribeAcls put on the wire."""
     proxy_port, port, controller_port = free_ports(3)
-    server = SaslServer(workdir, "wire", ports=(port, controller_port))
-    server.advertise_port = proxy_port
+    server = sasl_server(workdir, "wire", ports=(port, controller_port), advertise_port=proxy_port)
     wire = WireLog(port)
     rows: list[dict[str, Any]] = []
     try:
@@ -723,7 +458,7 @@ async def wire_check(p: Params, workdir: Path, acls: list[Acl]) -> list[dict[str
             if created != len(batch) or errors:
                 raise RuntimeError(f"wire check, {name}: created {created} of {len(batch)}: {errors}")
             for call in ("create_acls", "describe_acls"):
-                rows += [{"client": name, "call": call, **r} for r in wire.report(f"{name} {call}")]
+                rows += [{"client": name, "call": call, **r} for r in wire.report(f"{name} {call}", "entries", ENTRIES)]
             rows[-1]["listed"] = len(listed)
         await server.stop()
     finally:
@@ -741,9 +476,9 @@ async def section_create(p: Params, workdir: Path) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
     for run in range(1, p.create_runs + 1):
-        servers = {m: SaslServer(workdir, f"create-r{run}-{m}") for m in METHODS}
+        servers = {m: sasl_server(workdir, f"create-r{run}-{m}") for m in METHODS}
         try:
-            await started(list(servers.values()))
+            await asyncio.gather(*(s.start(timeout=120) for s in servers.values()))
             shift = (run - 1) % len(METHODS)  # rotate the order, so drifting load hits every method
             for method in METHODS[shift:] + METHODS[:shift]:
                 server = servers[method]
@@ -816,7 +551,7 @@ async def section_describe(p: Params, workdir: Path) -> dict[str, Any]:
     """Load ``total_acls``, describe them raw and with both clients; then delete them (section 3)."""
     acls = realistic_acls(p.total_acls)
     frames = [create_frame(batch, 1000 + i) for i, batch in enumerate(batches(acls, p.create_acls))]
-    server = SaslServer(workdir, "describe")
+    server = sasl_server(workdir, "describe")
     problems: list[str] = []
     load: list[dict[str, Any]] = []
     reps: list[dict[str, Any]] = []
@@ -852,7 +587,7 @@ async def section_describe(p: Params, workdir: Path) -> dict[str, Any]:
                         row["response_mib"] = round(row["response_bytes"] / 2**20, 2)
                     else:
                         client = clients[method]
-                        listed, row = await client_timed(server, client.describe)
+                        listed, row = await timed_in_thread(server, client.describe)
                         row["bindings"] = len(listed)
                         del listed
                     reps.append({"rep": rep, "method": method, **row})
@@ -906,7 +641,7 @@ async def section_describe(p: Params, workdir: Path) -> dict[str, Any]:
     return {
         "layout": layout_facts(acls),
         "load": load,
-        "load_summary": {**summary(load_s), "total_s": rounded(sum(load_s))},
+        "load_summary": {**summary(load_s), "total_s": round(sum(load_s), 4)},
         "describe": reps,
         "describe_summary": summaries,
         "client_decode_offline": offline,
@@ -920,7 +655,9 @@ async def section_describe(p: Params, workdir: Path) -> dict[str, Any]:
 KAFKAJS_SCRIPT = Path(__file__).with_name("kafkajs_describe_acls.js")
 
 
-async def kafkajs_describe(server: SaslServer, reps: int, problems: list[str], expected: int) -> list[dict[str, Any]]:
+async def kafkajs_describe(
+    server: ServerProcess, reps: int, problems: list[str], expected: int
+) -> list[dict[str, Any]]:
     """kafkajs's describeAcls of everything, timed inside node on a connected client (no start-up cost)."""
     job = {
         "brokers": [server.bootstrap],
@@ -963,7 +700,7 @@ def offline_decode(payload: bytes, reps: int) -> dict[str, Any]:
     from kafka.admin import KafkaAdminClient
     from kafka.protocol.admin import DescribeAclsResponse
 
-    _, body = decode_response(DESCRIBE_ACLS, ACL_VERSION, payload)
+    _, body = decode_response(ApiKey.DESCRIBE_ACLS, ACL_VERSION, payload)
     rows = [
         (int(r.resource_type), r.resource_name, int(r.pattern_type), a.principal, a.host, int(a.operation),
          int(a.permission_type))
@@ -1014,7 +751,7 @@ def time_split(summaries: list[dict[str, Any]], offline: dict[str, Any]) -> list
         client_only = (wire or 0.0) + objects
         out.append({
             "client": name, "end_to_end_s": total, "server_s": raw, "wire_decode_s": wire, "objects_s": objects,
-            "client_only_s": rounded(client_only), "rest_s": rounded(total - raw - client_only),
+            "client_only_s": round(client_only, 4), "rest_s": round(total - raw - client_only, 4),
             "server_share": f"{raw / total:.0%}" if total else None,
         })  # fmt: skip
     return out
@@ -1036,7 +773,7 @@ async def delete_all(p: Params, session: RawSession) -> list[dict[str, Any]]:
         rows[-1]["left"] = await session.count()
         per = rows[1:]
         rows.append({"request": f"total of the {len(per)} by principal", "filters": len(per),
-                     "s": rounded(sum(r["s"] for r in per)),
+                     "s": round(sum(r["s"] for r in per), 4),
                      "server_cpu_s": round(sum(r["server_cpu_s"] for r in per), 2),
                      "others_cpu_s": round(sum(r["others_cpu_s"] for r in per), 2),
                      "matching_acls": sum(r["matching_acls"] for r in per), "left": rows[-1]["left"]})  # fmt: skip
@@ -1057,7 +794,7 @@ def delete_problems(p: Params, rows: list[dict[str, Any]]) -> list[str]:
     expected_refusal = p.total_acls > MAX_PER_REQUEST
     if (whole["error_code"] != 0) != expected_refusal:
         problems.append(f"DeleteAcls ANY of {p.total_acls:,}: error {whole['error_code']}, "
-                        f"{'expected a refusal' if expected_refusal else 'expected success'} (§4.7)")  # fmt: skip
+                        f"{'expected a refusal' if expected_refusal else 'expected success'}")  # fmt: skip
     for r in rows[1:-1]:
         if r["error_code"] != 0 or r["matching_acls"] != p.total_acls // len(PRINCIPALS):
             problems.append(f"DeleteAcls {r['request']}: error {r['error_code']}, matched {r['matching_acls']:,}")
@@ -1067,101 +804,13 @@ def delete_problems(p: Params, rows: list[dict[str, Any]]) -> list[str]:
 # --- --profile: a diagnosis, not a measurement ---------------------------------------------------------
 
 
-class InProcessServer:
-    """PROFILING ONLY: a ksteward ``Server`` in a thread of this process, so cProfile can see inside it.
-
-    It shares this process's GIL with the load generator, and cProfile slows every Python call, so its
-    times are not measurements; only the split between functions means something."""
-
-    name = "in-process (profiling only)"
-
-    def __init__(self, workdir: Path) -> None:
-        from ksteward.cli.serve import load_config
-
-        self.port, self.controller_port = free_ports(2)
-        overrides = [
-            f"listeners=SASL_PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            f"advertised.listeners=SASL_PLAINTEXT://{HOST}:{self.port}",
-            f"metadata.log.dir={workdir / 'in-process-data'}",
-        ]
-        self.config = load_config(str(SASL_CONFIG), overrides)
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.server: Any = None
-        self.thread_id = 0
-        self.failure: BaseException | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="in-process-ksteward", daemon=True)
-
-    def start(self, timeout: float = 120.0) -> None:
-        self._thread.start()
-        if not self._ready.wait(timeout) or self.failure is not None:
-            raise ServerError(f"the in-process server did not start: {self.failure!r}")
-
-    def _run(self) -> None:
-        from ksteward.server.app import Server
-
-        async def serve() -> None:
-            self.loop = asyncio.get_running_loop()
-            self.server = Server(self.config)
-            await self.server.start()
-            self.thread_id = threading.get_ident()
-            self._ready.set()
-            await self.server.serve_until_stopped()
-
-        try:
-            asyncio.run(serve())
-        except BaseException as exc:  # reported by start() or stop()
-            self.failure = exc
-            self._ready.set()
-
-    def cpu_seconds(self) -> float:
-        """CPU time of the server's thread alone."""
-        return time.clock_gettime(time.pthread_getcpuclockid(self.thread_id))
-
-    def in_thread(self, fn: Callable[[], Any]) -> None:
-        """Run ``fn`` on the server's thread (cProfile's enable and disable act on the calling thread)."""
-        assert self.loop is not None
-        done = threading.Event()
-
-        def call() -> None:
-            try:
-                fn()
-            finally:
-                done.set()
-
-        self.loop.call_soon_threadsafe(call)
-        if not done.wait(30):
-            raise ServerError("the in-process server's loop did not respond")
-
-    def stop(self) -> None:
-        if self.loop is not None and self.server is not None and self._thread.is_alive():
-            self.loop.call_soon_threadsafe(self.server.request_stop)
-        self._thread.join(120)
-
-
-def profile_text(profile: cProfile.Profile, lines: int) -> str:
-    out = io.StringIO()
-    stats = pstats.Stats(profile, stream=out)
-    stats.sort_stats("tottime").print_stats(lines)
-    stats.sort_stats("cumulative").print_stats(lines)
-    text = out.getvalue()
-    # Shorter paths: ksteward/..., kio/..., asyncio/... (strip_dirs would drop the package and make
-    # broker/acls.py and controller/acls.py look alike).
-    prefixes = {str(Path(ksteward.__file__).parent.parent), str(Path(os.__file__).parent)}
-    prefixes |= {str(Path(m.__file__).parent.parent) for m in (kio,) if m.__file__}
-    for prefix in sorted(prefixes, key=len, reverse=True):
-        text = text.replace(prefix + "/", "")
-    return "\n".join(line for line in text.splitlines() if line.strip())
-
-
 async def profile_server(p: Params, workdir: Path, lines: int) -> None:
     """Load ``total_acls`` into an in-process server; profile its last CreateAcls, a DescribeAcls (ANY) and
     a DeleteAcls of one principal, each on the server's thread only."""
-    print("PROFILE, NOT A MEASUREMENT: the server runs in this process, in a thread, under cProfile. Its times "
-          "are inflated; only the split between functions means something.", flush=True)  # fmt: skip
+    print(NOT_A_MEASUREMENT, flush=True)
     acls = realistic_acls(p.total_acls)
     frames = [create_frame(batch, 1000 + i) for i, batch in enumerate(batches(acls, p.create_acls))]
-    server = InProcessServer(workdir)
+    server = InProcessServer(workdir, sasl=True)
     await asyncio.to_thread(server.start)
     try:
         session = await RawSession.open(server)
@@ -1174,14 +823,7 @@ async def profile_server(p: Params, workdir: Path, lines: int) -> None:
                 (f"DeleteAcls of {PRINCIPALS[0]} ({p.total_acls // len(PRINCIPALS):,} of {p.total_acls:,})",
                  delete_frame([acl_filter(PRINCIPALS[0])], session.next_cid())),
             ]  # fmt: skip
-            for title, frame in steps:
-                profile = cProfile.Profile()
-                await asyncio.to_thread(server.in_thread, profile.enable)
-                timing = await session.timed(frame)
-                await asyncio.to_thread(server.in_thread, profile.disable)
-                print(f"\n== PROFILE: {title}: {timing.wall_s:.3f}s under cProfile, server thread CPU "
-                      f"{timing.server_cpu_s:.3f}s", flush=True)  # fmt: skip
-                print(profile_text(profile, lines))
+            await profile_steps(server, session.client, [(title, [frame]) for title, frame in steps], lines)
         finally:
             await session.aclose()
     finally:
@@ -1194,9 +836,8 @@ SECTIONS: dict[str, Callable[[Params, Path], Any]] = {"create": section_create, 
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    add = parser.add_argument
-    add("--quick", action="store_true", help="CreateAcls of 1,000, 20,000 ACLs, 2 runs (under a minute)")
+    out = parser(__doc__, "acls", "CreateAcls of 1,000, 20,000 ACLs, 2 runs (under a minute)")
+    add = out.add_argument
     add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable); "
         "'describe' includes the DeleteAcls section")  # fmt: skip
     add("--create-acls", type=int, help="ACLs per CreateAcls (default 10000, quick 1000)")
@@ -1204,32 +845,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--runs", type=int, help="fresh servers per method for the CreateAcls (default 5, quick 2)")
     add("--reps", type=int, help="DescribeAcls per method (default 5, quick 3)")
     add("--no-wire-check", action="store_true", help="skip sending the clients through the counting proxy")
-    add("--out", type=Path, default=RESULTS, help="where the JSON goes (default bench/results/acls.json)")
-    add("--keep", action="store_true", help="keep the temporary directory (server logs and data)")
-    add("--profile", action="store_true", help="instead of measuring: profile an in-process server (cProfile) "
-        "on its last loading CreateAcls, a DescribeAcls and a DeleteAcls; prints only, writes no JSON")  # fmt: skip
-    add("--profile-lines", type=int, default=25, help="functions per profile listing (default 25)")
-    return parser.parse_args(argv)
-
-
-async def run(p: Params, workdir: Path) -> dict[str, Any]:
-    """Run the chosen sections; one that fails is reported (and kept in the JSON) and the rest still run."""
-    results: dict[str, Any] = {}
-    for name, section in SECTIONS.items():
-        if name in p.sections:
-            print(f"\n== {name}", flush=True)
-            began = time.perf_counter()
-            load0 = os.getloadavg()[0]
-            try:
-                results[name] = await asyncio.wait_for(section(p, workdir), 900)
-            except Exception as exc:  # a benchmark failure is a result too; the other sections still run
-                kill_all_servers()
-                message = f"{type(exc).__name__}: {exc}"
-                print(f"  FAILED: {message}", flush=True)
-                results[name] = {"error": message}
-            results[name]["section_s"] = round(time.perf_counter() - began, 1)
-            results[name]["loadavg_1m_before_after"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-    return results
+    add_profile_flags(out, "its last loading CreateAcls, a DescribeAcls and a DeleteAcls")
+    return out.parse_args(argv)
 
 
 def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
@@ -1244,63 +861,24 @@ def verdicts(results: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    p = Params.from_args(args)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs reconnects at ERROR on close
-    facts = machine_facts()
-    print(f"ksteward ACL benchmarks{' (quick)' if p.quick else ''}: {facts['cpu_count']} CPUs "
-          f"({facts['cpu_model']}), Python {facts['python']}, load average {facts['loadavg_at_start']}")  # fmt: skip
-    workdir = Path(tempfile.mkdtemp(prefix="ksteward-bench-acls-"))
-    if args.profile:
-        try:
-            asyncio.run(profile_server(p, workdir, args.profile_lines))
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        return 0
-    began = time.perf_counter()
-    try:
-        results = asyncio.run(run(p, workdir))
-    finally:
-        kill_all_servers()
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
+def document(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The targets, printed and in the JSON, and the client libraries' versions."""
     targets = verdicts(results)
     print("\ntargets (median <= 1 s): " + "; ".join(
         f"{k} {v['median_s']:.3f}s {'PASS' if v['pass'] else 'MISS'}" for k, v in targets.items()))  # fmt: skip
-    document = {
-        "benchmark": "bench/acls.py",
-        "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": git_head(),
-        "git_dirty": git_dirty(),
-        "ksteward_imported_from": str(Path(ksteward.__file__).parent),
-        "pythonpath": os.environ.get("PYTHONPATH"),
-        "machine": facts,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "params": asdict(p),
-        "clients": _client_versions(),
-        "total_s": round(time.perf_counter() - began, 1),
-        "targets": targets,
-        "results": results,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"\nwrote {args.out} ({document['total_s']}s in all)")
-    return 1 if any("error" in r for r in results.values()) else 0
+    return {"clients": client_versions(kafka_python=True), "targets": targets}
 
 
-def _client_versions() -> dict[str, str]:
-    import confluent_kafka
-    import kafka
+BENCHMARK = Benchmark("acls", "ACL", document=document)
 
-    return {
-        "kafka-python": str(kafka.__version__),
-        "confluent-kafka": str(confluent_kafka.__version__),
-        "librdkafka": str(confluent_kafka.libversion()[0]),
-    }
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    p = Params.from_args(args)
+    logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs reconnects at ERROR on close
+    if args.profile:
+        return BENCHMARK.profile(p.quick, lambda workdir: profile_server(p, workdir, args.profile_lines))
+    return BENCHMARK.main(args, p, {name: run for name, run in SECTIONS.items() if name in p.sections})
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Authorizer benchmarks: Kafka's AuthorizerBenchmark layout (spec/authorizer.md §6.2) and the realistic
-layout without the wildcard host section (§6.4), against a naive linear-scan authorizer in the same run.
+"""Authorizer benchmarks: the ACL layout of Kafka's ``AuthorizerBenchmark`` (jmh-benchmarks) and the
+realistic layout without its wildcard host section (both in ``bench/_harness/acl_layout.py``), against a
+naive linear-scan authorizer in the same run.
 
-    .venv/bin/python bench/authorizer.py            # every layout, memory at 1,000,000 ACLs (~5-8 minutes)
-    .venv/bin/python bench/authorizer.py --quick    # 10k-resource layouts, memory at 200,000 ACLs (< 2 minutes)
+    .venv/bin/python -m bench.authorizer            # every layout, memory at 1,000,000 ACLs (~5-8 minutes)
+    .venv/bin/python -m bench.authorizer --quick    # 10k-resource layouts, memory at 200,000 ACLs (< 2 minutes)
 
 Per layout, on one core (the process is pinned to one CPU; the audit writer's thread shares it):
 - ``authorize``: the benchmark's WRITE on TOPIC ``foo-bar35_resource-95`` by ``User:test-user`` from
@@ -10,7 +11,8 @@ Per layout, on one core (the process is pinned to one CPU; the audit writer's th
   (``User:test-user`` on an allowed topic from 10.0.0.1, cycling through up to 1,000 topics);
 - ``authorize_by_resource_type``: READ on TOPIC from 127.0.0.2;
 - ``add_acl`` and ``remove_acl`` of one ACL; ``acls(ANY)`` materialised as a list;
-- the naive authorizer (a loop over every ACL, §2.3 and §2.7 as written) for the WRITE and by-type cases;
+- the naive authorizer (a loop over every ACL: Kafka's ``StandardAuthorizerData.authorize`` rules and the
+  default ``Authorizer.authorizeByResourceType``, as written) for the WRITE and by-type cases;
 - ``authorize`` with audit logging off, ``authorize_with_reason``, and audit on (reason + AuditEvent +
   AuditLogWriter.write into a temporary directory), plus the writer's rendering cost per event.
 
@@ -35,18 +37,28 @@ import time
 import tracemalloc
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _common import machine_facts, table
+from bench._harness.acl_layout import (
+    ALLOW,
+    DENY,
+    LITERAL,
+    PREFIX,
+    PREFIXED,
+    PRINCIPAL,
+    READ,
+    SEED,
+    TOPIC,
+    Layout,
+    build_layout,
+)
+from bench._harness.report import REPO, machine_facts, table, write_document
+from bench._harness.runner import parser
 from ksteward.authorizer import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
-    AclPermissionType,
     AuditEvent,
     AuditLogWriter,
     AuthorizationResult,
@@ -55,60 +67,8 @@ from ksteward.authorizer import (
     StandardAuthorizer,
 )
 
-RESULTS = Path(__file__).resolve().parent / "results" / "authorizer.json"
-PREFIX = "foo-bar35_resource-"
-PRINCIPAL = "User:test-user"
-TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
-LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
-READ, WRITE, ALL = AclOperation.READ, AclOperation.WRITE, AclOperation.ALL
-ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+WRITE, ALL = AclOperation.WRITE, AclOperation.ALL
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
-SEED = 20241025
-
-
-# --- layouts -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Layout:
-    name: str
-    resources: int
-    acls_per_resource: int
-    deny_pct: float
-    wildcard_section: bool  # False: the realistic layout of §6.4
-
-
-def build_layout(layout: Layout, seed: int = SEED) -> list[AclBinding]:
-    """AuthorizerBenchmark.prepareAclCache (§6.2), ACL for ACL; ``wildcard_section=False`` drops the
-    ``resources/10`` host-specific ACLs on TOPIC LITERAL ``*``."""
-    rng = random.Random(seed)
-
-    def deny() -> bool:
-        return rng.random() * 100.0 - 1e-9 < layout.deny_pct
-
-    principals = [PRINCIPAL] + [f"{PRINCIPAL}{i}" for i in range(1, layout.acls_per_resource)]
-    acls: list[AclBinding] = []
-    add = acls.append
-    for rid in range(layout.resources):
-        rt = GROUP if rid % 10 == 0 else TOPIC
-        pattern = PREFIXED if rid % 5 == 0 else LITERAL
-        name = PREFIX + str(rid)
-        for principal in principals:
-            add(AclBinding(rt, name, pattern, principal, "*", READ, ALLOW))
-            if deny():
-                add(AclBinding(rt, name, pattern, principal, "*", READ, DENY))
-    for host_id in range(10):
-        host = f"127.0.0.{host_id}"
-        add(AclBinding(TOPIC, PREFIX, PREFIXED, PRINCIPAL, host, READ, ALLOW))
-        if deny():
-            add(AclBinding(TOPIC, PREFIX, PREFIXED, PRINCIPAL, host, READ, DENY))
-    if layout.wildcard_section:
-        for host_id in range(layout.resources // 10):
-            host = f"127.0.0{host_id}"  # no dot: never a real address, as in Kafka's benchmark
-            add(AclBinding(TOPIC, "*", LITERAL, PRINCIPAL, host, READ, ALLOW))
-            if deny():
-                add(AclBinding(TOPIC, "*", LITERAL, PRINCIPAL, host, READ, DENY))
-    return acls
 
 
 # --- the naive baseline --------------------------------------------------------------------------
@@ -120,7 +80,11 @@ _IMPLIED = {
 
 
 class NaiveAuthorizer:
-    """§2.3 and §2.7 as a loop over every ACL: what an unindexed authorizer costs."""
+    """Kafka's decision rules as a loop over every ACL: what an unindexed authorizer costs. ``authorize``
+    follows ``StandardAuthorizerData.authorize`` (deny wins; an ALLOW of DESCRIBE or DESCRIBE_CONFIGS is
+    implied by the operations in ``_IMPLIED``; with no matching ACL at all, ``allow_everyone`` decides);
+    ``authorize_by_resource_type`` follows the default ``Authorizer.authorizeByResourceType`` (a probe on
+    a resource named ``hardcode``, then a scan where a denied prefix dominates the names under it)."""
 
     def __init__(self, acls: Sequence[AclBinding], allow_everyone: bool = False) -> None:
         self.acls = acls
@@ -440,7 +404,8 @@ def measure_memory(target: int) -> dict[str, Any]:
     """Both children, each in a fresh process so earlier layouts leave no fragmentation behind."""
     result: dict[str, Any] = {}
     for flag in ("--memory-child", "--rss-child"):
-        out = subprocess.run([sys.executable, __file__, flag, str(target)], capture_output=True, text=True, check=True)
+        command = [sys.executable, "-m", "bench.authorizer", flag, str(target)]
+        out = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
         result.update(json.loads(out.stdout.strip().splitlines()[-1]))
     return result
 
@@ -465,12 +430,10 @@ def pin_one_core() -> int | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k-resource layouts and memory at 200,000 ACLs")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    cli = parser(__doc__, "authorizer", "10k-resource layouts and memory at 200,000 ACLs", keep=False)
+    cli.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
+    cli.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    args = cli.parse_args(argv)
     if args.memory_child:
         print(json.dumps(memory_child(args.memory_child)))
         return
@@ -519,70 +482,16 @@ def main(argv: list[str] | None = None) -> None:
 
     flat_rows = [flat(r) for r in rows]
     print()
-    print(
-        table(
-            "authorize / authorize_by_resource_type (µs unless noted; naive = linear scan in the same run, "
-            "x = naive / indexed)",
-            [
-                ("layout", "layout"),
-                ("ACLs", "acls"),
-                ("load s", "load_s"),
-                ("WRITE p50", "w50"),
-                ("p99", "w99"),
-                ("naive ms", "nw50"),
-                ("x", "wx"),
-                ("READ p50", "r50"),
-                ("p99", "r99"),
-                ("by-type p50", "t50"),
-                ("p99", "t99"),
-                ("naive ms", "nt50"),
-                ("x", "tx"),
-            ],
-            flat_rows,
-        )
-    )
+    print(table("authorize / authorize_by_resource_type (µs unless noted; naive = linear scan in the same run, "
+                "x = naive / indexed)", AUTHORIZE_COLUMNS, flat_rows))  # fmt: skip
     print()
-    print(
-        table(
-            "changes, acls(ANY), audit (µs unless noted; audit on = authorize_with_reason + AuditEvent + write)",
-            [
-                ("layout", "layout"),
-                ("add p50", "add50"),
-                ("p99", "add99"),
-                ("remove p50", "rm50"),
-                ("p99", "rm99"),
-                ("acls(ANY) ms", "any_ms"),
-                ("audit off p50", "off50"),
-                ("reason p50", "why50"),
-                ("audit on p50", "on50"),
-                ("p99", "on99"),
-                ("render/event", "render"),
-            ],
-            flat_rows,
-        )
-    )
+    print(table("changes, acls(ANY), audit (µs unless noted; audit on = authorize_with_reason + AuditEvent + write)",
+                CHANGE_COLUMNS, flat_rows))  # fmt: skip
     print()
-    print(
-        table(
-            f"memory at {memory['acl_count']:,} ACLs, realistic layout (bytes per ACL: tracemalloc; RSS growth "
-            "without tracemalloc as a cross-check)",
-            [
-                ("index", "index_bytes_per_acl"),
-                ("bindings", "bindings_bytes_per_acl"),
-                ("UUID ids", "ids_bytes_per_acl"),
-                ("total", "total_bytes_per_acl"),
-                ("RSS index", "rss_index_bytes_per_acl"),
-                ("RSS total", "rss_total_bytes_per_acl"),
-            ],
-            [memory],
-        )
-    )
-    targets = {
-        "authorize_p50_us_max": 10,
-        "by_resource_type_p50_us_max": 50,
-        "add_remove_p50_us_max": 20,
-        "bytes_per_acl_max": 600,
-    }
+    print(table(f"memory at {memory['acl_count']:,} ACLs, realistic layout (bytes per ACL: tracemalloc; RSS growth "
+                "without tracemalloc as a cross-check)", MEMORY_COLUMNS, [memory]))  # fmt: skip
+    targets = {"authorize_p50_us_max": 10, "by_resource_type_p50_us_max": 50, "add_remove_p50_us_max": 20,
+               "bytes_per_acl_max": 600}  # fmt: skip
     worst = {
         "authorize_p50_us": max(max(r["w50"], r["r50"]) for r in flat_rows),  # type: ignore[type-var]
         "by_resource_type_p50_us": max(r["t50"] for r in flat_rows),  # type: ignore[type-var]
@@ -593,23 +502,31 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print(f"targets {targets}")
     print(f"worst   {worst}")
-    result = {
-        "machine": {**facts, "pinned_cpu": cpu, "timer_ns": timer_ns},
-        "parameters": {
-            "quick": args.quick,
-            "seed": SEED,
-            "layouts": [r["layout"] for r in rows],
-            "memory_target_acls": memory_target,
-        },
-        "targets": targets,
-        "worst": worst,
-        "layouts": rows,
-        "memory": memory,
-        "elapsed_s": round(time.perf_counter() - started, 1),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.out} in {result['elapsed_s']} s", file=sys.stderr)
+    elapsed_s = round(time.perf_counter() - started, 1)
+    parameters = {"quick": args.quick, "seed": SEED, "layouts": [r["layout"] for r in rows],
+                  "memory_target_acls": memory_target}  # fmt: skip
+    write_document(args.out, "authorizer", {
+        "machine": {**facts, "pinned_cpu": cpu, "timer_ns": timer_ns}, "parameters": parameters, "targets": targets,
+        "worst": worst, "layouts": rows, "memory": memory, "elapsed_s": elapsed_s,
+    })  # fmt: skip
+    print(f"\nwrote {args.out} in {elapsed_s} s", file=sys.stderr)
+
+
+AUTHORIZE_COLUMNS = [
+    ("layout", "layout"), ("ACLs", "acls"), ("load s", "load_s"), ("WRITE p50", "w50"), ("p99", "w99"),
+    ("naive ms", "nw50"), ("x", "wx"), ("READ p50", "r50"), ("p99", "r99"), ("by-type p50", "t50"), ("p99", "t99"),
+    ("naive ms", "nt50"), ("x", "tx"),
+]  # fmt: skip
+CHANGE_COLUMNS = [
+    ("layout", "layout"), ("add p50", "add50"), ("p99", "add99"), ("remove p50", "rm50"), ("p99", "rm99"),
+    ("acls(ANY) ms", "any_ms"), ("audit off p50", "off50"), ("reason p50", "why50"), ("audit on p50", "on50"),
+    ("p99", "on99"), ("render/event", "render"),
+]  # fmt: skip
+MEMORY_COLUMNS = [
+    ("index", "index_bytes_per_acl"), ("bindings", "bindings_bytes_per_acl"), ("UUID ids", "ids_bytes_per_acl"),
+    ("total", "total_bytes_per_acl"), ("RSS index", "rss_index_bytes_per_acl"),
+    ("RSS total", "rss_total_bytes_per_acl"),
+]  # fmt: skip
 
 
 if __name__ == "__main__":

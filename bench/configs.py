@@ -1,7 +1,7 @@
 """Config administration benchmarks against a real server over PLAINTEXT.
 
-    .venv/bin/python bench/configs.py            # 7 timed requests per measure (about a minute on 2 cores)
-    .venv/bin/python bench/configs.py --quick    # 3 per measure
+    .venv/bin/python -m bench.configs            # 7 timed requests per measure (about a minute on 2 cores)
+    .venv/bin/python -m bench.configs --quick    # 3 per measure
 
 One fresh server gets 1,000 topics (one CreateTopics; every other topic carries a ``retention.ms``
 override). Then, each request pre-encoded with kio before the clock starts and timed from sending it to
@@ -26,37 +26,20 @@ writes ``bench/results/configs.json``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
-import logging
-import os
 import shutil
 import sys
-import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench._harness.report import median, table, write_document
+from bench._harness.runner import Benchmark, parser
+from bench._harness.server import ServerProcess, kill_all_servers
+from bench._harness.wire import FrameClient, decode_response, encode_request
+from ksteward.protocol.apis import ApiKey
 
-import ksteward
-from _common import (
-    FrameClient,
-    ServerProcess,
-    decode_response,
-    encode_request,
-    git_dirty,
-    git_head,
-    kill_all_servers,
-    machine_facts,
-    median,
-    table,
-)
-
-RESULTS = Path(__file__).resolve().parent / "results" / "configs.json"
-CREATE_TOPICS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 19, 32, 44
 TOPIC = 2
 TOPICS = 1_000
 TOPIC_KEYS = 33  # every topic config of Kafka 4.x that ksteward's catalog lists
@@ -78,14 +61,14 @@ def create_frame() -> bytes:
         for i, name in enumerate(topic_names())
     ]
     return encode_request(
-        CREATE_TOPICS, 7, {"topics": topics, "timeout": timedelta(seconds=60), "validate_only": False}
+        ApiKey.CREATE_TOPICS, 7, {"topics": topics, "timeout": timedelta(seconds=60), "validate_only": False}
     )
 
 
 def describe_frame(synonyms: bool) -> bytes:
     resources = [{"resource_type": TOPIC, "resource_name": n, "configuration_keys": None} for n in topic_names()]
     body = {"resources": resources, "include_synonyms": synonyms, "include_documentation": False}
-    return encode_request(DESCRIBE_CONFIGS, 4, body)
+    return encode_request(ApiKey.DESCRIBE_CONFIGS, 4, body)
 
 
 def alter_frame(round_: int) -> bytes:
@@ -97,7 +80,7 @@ def alter_frame(round_: int) -> bytes:
         }
         for i, name in enumerate(topic_names())
     ]
-    return encode_request(INCREMENTAL_ALTER_CONFIGS, 1, {"resources": resources, "validate_only": False})
+    return encode_request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": resources, "validate_only": False})
 
 
 async def timed(client: FrameClient, frame: bytes) -> tuple[float, bytes]:
@@ -107,7 +90,7 @@ async def timed(client: FrameClient, frame: bytes) -> tuple[float, bytes]:
 
 
 def check_describe(payload: bytes) -> int:
-    _, body = decode_response(DESCRIBE_CONFIGS, 4, payload)
+    _, body = decode_response(ApiKey.DESCRIBE_CONFIGS, 4, payload)
     assert len(body.results) == TOPICS, len(body.results)
     entries = 0
     for result in body.results:
@@ -118,7 +101,7 @@ def check_describe(payload: bytes) -> int:
 
 
 def check_alter(payload: bytes) -> None:
-    _, body = decode_response(INCREMENTAL_ALTER_CONFIGS, 1, payload)
+    _, body = decode_response(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, payload)
     assert len(body.responses) == TOPICS
     assert all(int(r.error_code) == 0 for r in body.responses), [r for r in body.responses if r.error_code][:3]
 
@@ -161,7 +144,7 @@ def encoder_rows(rounds: int) -> list[dict[str, Any]]:
             for code, message, rtype, name, views in rows
         ]  # fmt: skip
         frame = encode_response(
-            DESCRIBE_CONFIGS, 4, 7, build(response_class(DESCRIBE_CONFIGS, 4), {"results": results})
+            ApiKey.DESCRIBE_CONFIGS, 4, 7, build(response_class(ApiKey.DESCRIBE_CONFIGS, 4), {"results": results})
         )
         return frame
 
@@ -205,7 +188,7 @@ async def run(workdir: Path, rounds: int) -> list[dict[str, Any]]:
     try:
         client = await FrameClient.connect(server.port)
         _, created = await timed(client, create_frame())
-        _, body = decode_response(CREATE_TOPICS, 7, created)
+        _, body = decode_response(ApiKey.CREATE_TOPICS, 7, created)
         assert all(int(t.error_code) == 0 for t in body.topics)
         for synonyms in (False, True):
             frame = describe_frame(synonyms)
@@ -224,7 +207,7 @@ async def run(workdir: Path, rounds: int) -> list[dict[str, Any]]:
             check_alter(payload)
             seconds.append(elapsed)
         _, payload = await timed(client, describe_frame(False))
-        _, body = decode_response(DESCRIBE_CONFIGS, 4, payload)
+        _, body = decode_response(ApiKey.DESCRIBE_CONFIGS, 4, payload)
         last = {r.resource_name: {c.name: c.value for c in r.configs}["retention.ms"] for r in body.results}
         expected = {n: str(3_600_000 + (rounds - 1) * 1000 + i) for i, n in enumerate(topic_names())}
         assert last == expected, "the last IncrementalAlterConfigs round is not what DescribeConfigs shows"
@@ -247,42 +230,28 @@ async def run(workdir: Path, rounds: int) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="3 timed requests per measure instead of 7")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    args = parser(__doc__, "configs", "3 timed requests per measure instead of 7").parse_args(argv)
     rounds = 3 if args.quick else 7
-    facts = machine_facts()
-    print(f"ksteward config benchmarks: {facts['cpu_count']} CPUs, Python {facts['python']}, "
-          f"load average {facts['loadavg_at_start']}")  # fmt: skip
-    workdir = Path(tempfile.mkdtemp(prefix="ksteward-bench-configs-"))
+    bench = Benchmark("configs", "config")
+    facts = bench.header(args.quick)
+    workdir = bench.workdir()
     began = time.perf_counter()
     try:
         rows = asyncio.run(run(workdir, rounds))
     finally:
         kill_all_servers()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.keep:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     rows += encoder_rows(rounds)
     columns = [("measure", "measure"), ("median ms", "median_ms"), ("min ms", "min_ms"), ("max ms", "max_ms")]
     columns += [("entries/s", "entries_per_s"), ("resources/s", "resources_per_s"), ("bytes", "response_bytes")]
     columns += [("x kio", "speedup_vs_kio")]
     print(table("\nConfig RPCs, one request at a time on one connection", columns, rows))
-    document = {
-        "benchmark": "bench/configs.py",
-        "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": git_head(),
-        "git_dirty": git_dirty(),
-        "ksteward_imported_from": str(Path(ksteward.__file__).parent),
-        "machine": facts,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "rounds": rounds,
-        "total_s": round(time.perf_counter() - began, 1),
-        "results": rows,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"\nwrote {args.out} ({document['total_s']}s in all)")
+    total_s = round(time.perf_counter() - began, 1)
+    write_document(args.out, "configs", {"machine": facts, "rounds": rounds, "total_s": total_s, "results": rows})
+    print(f"\nwrote {args.out} ({total_s}s in all)")
     return 0
 
 

@@ -1,14 +1,15 @@
 """Pipeline benchmark: the ``audit`` and ``whatif`` jobs on 100,000 ACLs and 10,000,000 audit events, against
 a naive per-row Python UDF that calls the library authorizer, in the same run.
 
-    .venv/bin/python bench/pipeline.py            # 100k ACLs, 10M events, scaling 1M/3M/10M (~10 minutes on 2 cores)
-    .venv/bin/python bench/pipeline.py --quick    # 10k ACLs, 200k events: a smoke run (~1-2 minutes)
+    .venv/bin/python -m bench.pipeline            # 100k ACLs, 10M events, scaling 1M/3M/10M (~10 minutes on 2 cores)
+    .venv/bin/python -m bench.pipeline --quick    # 10k ACLs, 200k events: a smoke run (~1-2 minutes)
 
 Data (generated once, written to Parquet in a scratch directory, removed at the end unless ``--keep``):
 
-- ACLs: ``bench/authorizer.py``'s realistic layout (``build_layout``: 10 principals ``User:test-user[N]`` per
-  resource, READ ALLOWs, 20% DENYs, every 5th resource PREFIXED, every 10th a GROUP, plus the host-specific
-  PREFIXED ACLs on ``foo-bar35_resource-``), with seeded UUID ids in Kafka's 22-character text form.
+- ACLs: the realistic layout of ``bench/_harness/acl_layout.py`` (``build_layout``: 10 principals
+  ``User:test-user[N]`` per resource, READ ALLOWs, 20% DENYs, every 5th resource PREFIXED, every 10th a
+  GROUP, plus the host-specific PREFIXED ACLs on ``foo-bar35_resource-``), with seeded UUID ids in Kafka's
+  22-character text form.
 - Events, in ``AUTHZ_EVENT_SCHEMA``, generated in Spark from ``spark.range``: 2,000 clients with a skewed
   (power-law) share of the traffic; each client is one principal and one host and uses up to 8 resources of
   the layout (names under a PREFIXED ACL get a suffix); 3% of clients are principals with no ACL and 2% of
@@ -39,8 +40,6 @@ Prints a table and writes ``bench/results/pipeline.json``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import math
 import os
@@ -54,14 +53,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, StringType, StructField, StructType
 
-from _common import git_dirty, git_head, machine_facts, table
-from authorizer import Layout, build_layout
+from bench._harness.acl_layout import Layout, build_layout
+from bench._harness.report import machine_facts, table, write_document
+from bench._harness.runner import parser
 from ksteward.authorizer import acl_id_text
 from ksteward.pipeline.jobs.audit import (
     acl_hits_daily,
@@ -75,7 +73,6 @@ from ksteward.pipeline.report import write_report
 from ksteward.pipeline.schemas import ACL_SCHEMA, AUTHZ_EVENT_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 from ksteward.pipeline.session import spark_session
 
-RESULTS = Path(__file__).resolve().parent / "results" / "pipeline.json"
 SEED = 20261122
 START = datetime(2026, 11, 1, tzinfo=UTC)
 DAYS = 7
@@ -302,16 +299,14 @@ def on_paper(slope_s_per_m: float, largest: tuple[float, float], cores: int) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="10k ACLs, 200k events: a smoke run")
-    parser.add_argument("--acls", type=int, help="ACL count (default 100,000; quick 10,000)")
-    parser.add_argument("--events", type=int, help="events (default 10,000,000; quick 200,000)")
-    parser.add_argument("--naive-sample", type=int, help="events the naive UDF decides (default 500,000)")
-    parser.add_argument("--scratch", type=Path, help="scratch directory (default /tmp/ksw-bench-pipeline-PID)")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    parser.add_argument("--master", help="Spark master (default local[*])")
-    args = parser.parse_args(argv)
+    cli = parser(__doc__, "pipeline", "10k ACLs, 200k events: a smoke run", keep=False)
+    cli.add_argument("--acls", type=int, help="ACL count (default 100,000; quick 10,000)")
+    cli.add_argument("--events", type=int, help="events (default 10,000,000; quick 200,000)")
+    cli.add_argument("--naive-sample", type=int, help="events the naive UDF decides (default 500,000)")
+    cli.add_argument("--scratch", type=Path, help="scratch directory (default /tmp/ksw-bench-pipeline-PID)")
+    cli.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    cli.add_argument("--master", help="Spark master (default local[*])")
+    args = cli.parse_args(argv)
     n_acls = args.acls or (10_000 if args.quick else 100_000)
     n_events = args.events or (200_000 if args.quick else 10_000_000)
     sample = args.naive_sample or (20_000 if args.quick else 500_000)
@@ -329,16 +324,10 @@ def main(argv: list[str] | None = None) -> None:
         spark.stop()
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    result = {
-        "machine": {**facts, "spark_cores": cores, "loadavg_at_end": list(os.getloadavg())},
-        "git_head": git_head(),
-        "git_dirty": git_dirty(),
-        **result,
-    }
-    result["elapsed_s"] = round(time.perf_counter() - started, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
-    print(f"\nwrote {args.out} in {result['elapsed_s']} s", file=sys.stderr)
+    machine = {**facts, "spark_cores": cores, "loadavg_at_end": list(os.getloadavg())}
+    elapsed_s = round(time.perf_counter() - started, 1)
+    write_document(args.out, "pipeline", {"machine": machine, **result, "elapsed_s": elapsed_s})
+    print(f"\nwrote {args.out} in {elapsed_s} s", file=sys.stderr)
 
 
 def _progress(message: str) -> None:
@@ -402,21 +391,10 @@ def measure(spark: SparkSession, scratch: Path, n_acls: int, n_events: int, samp
     for row in rows_out:
         row["x_naive"] = row["rate"] / naive_rate
     print()
-    print(
-        table(
-            f"pipeline jobs, end to end from Parquet to outputs written ({n_acls:,} ACLs, {cores} cores; "
-            f"x = rate / naive rate)",
-            [
-                ("job", "job"),
-                ("events", "events"),
-                ("seconds", "seconds"),
-                ("events/s", "rate"),
-                ("x naive", "x_naive"),
-                ("rounds s", "rounds_s"),
-            ],
-            rows_out,
-        )
-    )
+    columns = [("job", "job"), ("events", "events"), ("seconds", "seconds"), ("events/s", "rate"),
+               ("x naive", "x_naive"), ("rounds s", "rounds_s")]  # fmt: skip
+    print(table(f"pipeline jobs, end to end from Parquet to outputs written ({n_acls:,} ACLs, {cores} cores; "
+                "x = rate / naive rate)", columns, rows_out))  # fmt: skip
     paper = on_paper(slope, scaling[-1], cores)
     print(f"\nscaling: {slope:.2f} s per million events (intercept {intercept:.1f} s) over "
           f"{', '.join(f'{x:g}M' for x, _ in scaling)}")  # fmt: skip

@@ -1,9 +1,9 @@
 """Server benchmarks: request throughput and latency, durable mutations with and without group commit,
 and start-up from a snapshot of a million records.
 
-    .venv/bin/python bench/server.py            # everything (3-4 minutes on 2 cores)
-    .venv/bin/python bench/server.py --quick    # smoke test (about 30 seconds)
-    .venv/bin/python bench/server.py --only mutations
+    .venv/bin/python -m bench.server            # everything (3-4 minutes on 2 cores)
+    .venv/bin/python -m bench.server --quick    # smoke test (about 30 seconds)
+    .venv/bin/python -m bench.server --only mutations
 
 Prints one table per section and writes ``bench/results/server.json``. Every server is its own
 subprocess on 127.0.0.1 with its data under a temporary directory, removed at the end. The load
@@ -17,46 +17,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
-import json
 import logging
-import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import ksteward
-from _common import (
-    FrameClient,
-    LoadResult,
-    ServerProcess,
-    closed_loop,
-    decode_response,
-    encode_request,
-    free_ports,
-    git_dirty,
-    git_head,
-    kill_all_servers,
-    machine_facts,
-    median,
-    merge,
-    percentile_ms,
-    split,
-    table,
-    with_correlation_id,
-)
-from _snapshot import SnapshotBuild, build_snapshot_dir
+from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, round_counts, split
+from bench._harness.report import median, table, warn
+from bench._harness.runner import Benchmark, parser
+from bench._harness.server import ServerProcess
+from bench._harness.snapshot import SnapshotBuild, build_snapshot_dir
+from bench._harness.wire import CLIENT_ID, FrameClient, decode_response, encode_request, free_ports, with_correlation_id
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import UserScramCredentialRecord, decode_record
+from ksteward.protocol.apis import ApiKey
 
-RESULTS = Path(__file__).resolve().parent / "results" / "server.json"
-API_VERSIONS, METADATA, DESCRIBE_SCRAM, ALTER_SCRAM = 18, 3, 50, 51
 GROUP_COMMIT_OFF = {"ksteward.metadata.group.commit.enable": "false"}
 SCRAM_SHA_256, SCRAM_ITERATIONS = 1, 4096
 log = logging.getLogger("bench")
@@ -105,47 +84,16 @@ class Params:
         return self.cell_seconds / self.rounds
 
 
-def warn(problems: list[str]) -> None:
-    for problem in problems:
-        print(f"  WARNING: {problem}")
-
-
-def round_counts(total: int, rounds: int) -> list[int]:
-    return [total // rounds + (1 if r < total % rounds else 0) for r in range(rounds)]
-
-
-def cell_stats(result: LoadResult, rounds: list[LoadResult]) -> dict[str, Any]:
-    rates = [r.rate for r in rounds]
-    return {
-        "requests": result.requests,
-        "truncated": result.truncated,
-        "ok": result.ok,
-        "failed": result.failed,
-        "wall_s": round(result.wall_s, 4),
-        "per_s": round(result.rate, 1),
-        "round_per_s": [round(x, 1) for x in rates],
-        "rounds": " / ".join(f"{x:,.0f}" for x in rates),
-        "spread": round((max(rates) - min(rates)) / result.rate, 3) if result.rate else None,
-        "p50_ms": round(percentile_ms(result.latencies_ns, 50), 4),
-        "p99_ms": round(percentile_ms(result.latencies_ns, 99), 4),
-        "p999_ms": round(percentile_ms(result.latencies_ns, 99.9), 4),
-        "client_cpu_s": round(result.client_cpu_s, 3),
-        "server_cpu_s": round(result.server_cpu_s, 3),
-        "client_cpu_us_per_req": round(result.client_cpu_s / max(result.requests, 1) * 1e6, 1),
-        "server_cpu_us_per_req": round(result.server_cpu_s / max(result.requests, 1) * 1e6, 1),
-    }
-
-
 # --- wire helpers -------------------------------------------------------------------------------------
 
 
 def api_versions_frame() -> bytes:
-    return encode_request(API_VERSIONS, 3, {"client_software_name": "ksteward-bench", "client_software_version": "1"})
+    return encode_request(ApiKey.API_VERSIONS, 3, {"client_software_name": CLIENT_ID, "client_software_version": "1"})
 
 
 def metadata_frame() -> bytes:
     values = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return encode_request(METADATA, 12, values)
+    return encode_request(ApiKey.METADATA, 12, values)
 
 
 def api_versions_ok(payload: bytes) -> bool:
@@ -179,8 +127,8 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
         await server.start()
         probe = await FrameClient.connect(server.port)
         try:
-            _, av = decode_response(API_VERSIONS, 3, await probe.request(with_correlation_id(apis[0][1], 1)))
-            _, md = decode_response(METADATA, 12, await probe.request(with_correlation_id(apis[1][1], 2)))
+            _, av = decode_response(ApiKey.API_VERSIONS, 3, await probe.request(with_correlation_id(apis[0][1], 1)))
+            _, md = decode_response(ApiKey.METADATA, 12, await probe.request(with_correlation_id(apis[1][1], 2)))
         finally:
             await probe.aclose()
         assert int(av.error_code) == 0, av
@@ -260,7 +208,8 @@ def alter_scram_frames(users: list[str], salt: bytes, salted: bytes) -> list[byt
             "salt": salt,
             "salted_password": salted,
         }
-        frames.append(encode_request(ALTER_SCRAM, 0, {"deletions": [], "upsertions": [upsertion]}, correlation_id=i))
+        body = {"deletions": [], "upsertions": [upsertion]}
+        frames.append(encode_request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body, correlation_id=i))
     return frames
 
 
@@ -268,7 +217,7 @@ def alter_scram_checker(acked: set[str]) -> Callable[[bytes], bool]:
     """A response check that also collects the users whose upsertion was acknowledged."""
 
     def check(payload: bytes) -> bool:
-        _, body = decode_response(ALTER_SCRAM, 0, payload)
+        _, body = decode_response(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, payload)
         ok = len(body.results) == 1 and int(body.results[0].error_code) == 0
         if ok:
             acked.add(body.results[0].user)
@@ -280,10 +229,10 @@ def alter_scram_checker(acked: set[str]) -> Callable[[bytes], bool]:
 async def describe_scram_users(server: ServerProcess) -> set[str]:
     client = await FrameClient.connect(server.port)
     try:
-        payload = await client.request(encode_request(DESCRIBE_SCRAM, 0, {"users": None}, 1))
+        payload = await client.request(encode_request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None}, 1))
     finally:
         await client.aclose()
-    _, body = decode_response(DESCRIBE_SCRAM, 0, payload)
+    _, body = decode_response(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, payload)
     assert int(body.error_code) == 0, body
     return {r.user for r in body.results if int(r.error_code) == 0}
 
@@ -415,7 +364,7 @@ async def snapshot_run(run: int, build: SnapshotBuild, workdir: Path, ports: tup
     finally:
         server.kill()
     await asyncio.to_thread(shutil.rmtree, data_dir)
-    _, body = decode_response(METADATA, 12, payload)  # after the clock: checks the image really loaded
+    _, body = decode_response(ApiKey.METADATA, 12, payload)  # after the clock: checks the image really loaded
     server_log = server.log_path.read_text(errors="replace")
     return {
         "run": run,
@@ -493,12 +442,19 @@ async def section_snapshot(p: Params, workdir: Path) -> dict[str, Any]:
 # --- main ---------------------------------------------------------------------------------------------
 
 SECTIONS = {"requests": section_requests, "mutations": section_mutations, "snapshot": section_snapshot}
+# The snapshot section waits up to 15 minutes for readiness and 15 for the Metadata answer: no overall cap.
+BENCHMARK = Benchmark("server", "server", section_timeout_s=None)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    p = Params.from_args(args)
+    return BENCHMARK.main(args, p, {name: run for name, run in SECTIONS.items() if name in p.sections})
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    add = parser.add_argument
-    add("--quick", action="store_true", help="smoke test with small counts (about 30 seconds)")
+    out = parser(__doc__, "server", "smoke test with small counts (about 30 seconds)")
+    add = out.add_argument
     add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable)")
     add("--requests-1", type=int, help="requests per cell with 1 connection (default 20000, quick 2000)")
     add("--requests-50", type=int, help="requests per cell with 50 connections (default 50000, quick 5000)")
@@ -508,63 +464,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--snapshot-topics", type=int, help="snapshot size: 10 records per topic (default 100000, quick 10000)")
     add("--snapshot-runs", type=int, default=3, help="server starts from the snapshot (default 3)")
     add("--cell-seconds", type=float, default=120.0, help="time budget per cell of sections 1 and 2 (default 120)")
-    add("--out", type=Path, default=RESULTS, help="where the JSON goes (default bench/results/server.json)")
-    add("--keep", action="store_true", help="keep the temporary directory (server logs and data)")
-    return parser.parse_args(argv)
-
-
-async def run(p: Params, workdir: Path) -> dict[str, Any]:
-    """Run the chosen sections; one that fails is reported (and kept in the JSON) and the rest still run."""
-    results: dict[str, Any] = {}
-    for name, section in SECTIONS.items():
-        if name in p.sections:
-            print(f"\n== {name}", flush=True)
-            started = time.perf_counter()
-            try:
-                results[name] = await section(p, workdir)
-            except Exception as exc:  # a benchmark failure is a result too; the other sections still run
-                kill_all_servers()
-                message = f"{type(exc).__name__}: {exc}"
-                print(f"  FAILED: {message}", flush=True)
-                results[name] = {"error": message}
-            results[name]["section_s"] = round(time.perf_counter() - started, 1)
-    return results
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    p = Params.from_args(args)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    facts = machine_facts()
-    print(f"ksteward server benchmarks{' (quick)' if p.quick else ''}: {facts['cpu_count']} CPUs "
-          f"({facts['cpu_model']}), Python {facts['python']}, load average {facts['loadavg_at_start']}")  # fmt: skip
-    workdir = Path(tempfile.mkdtemp(prefix="ksteward-bench-"))
-    started = time.perf_counter()
-    try:
-        results = asyncio.run(run(p, workdir))
-    finally:
-        kill_all_servers()
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    document = {
-        "benchmark": "bench/server.py",
-        "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": git_head(),
-        "git_dirty": git_dirty(),
-        "ksteward_imported_from": str(Path(ksteward.__file__).parent),
-        "pythonpath": os.environ.get("PYTHONPATH"),
-        "machine": facts,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "params": asdict(p),
-        "total_s": round(time.perf_counter() - started, 1),
-        "results": results,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"\nwrote {args.out} ({document['total_s']}s in all)")
-    return 1 if any("error" in r for r in results.values()) else 0
+    return out.parse_args(argv)
 
 
 if __name__ == "__main__":

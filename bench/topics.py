@@ -1,9 +1,9 @@
 """Topic administration benchmarks against a real server over PLAINTEXT: one durable CreateTopics of
 1,000 topics, Metadata for all of them, and one durable DeleteTopics of all of them.
 
-    .venv/bin/python bench/topics.py            # 3 runs (about 2 minutes on 2 cores)
-    .venv/bin/python bench/topics.py --quick    # 2 runs, fewer Metadata requests (about 40 seconds)
-    .venv/bin/python bench/topics.py --profile  # not a measurement: cProfile of an in-process server
+    .venv/bin/python -m bench.topics            # 3 runs (about 2 minutes on 2 cores)
+    .venv/bin/python -m bench.topics --quick    # 2 runs, fewer Metadata requests (about 40 seconds)
+    .venv/bin/python -m bench.topics --profile  # not a measurement: cProfile of an in-process server
 
 Every run starts six fresh servers, one per (method, shape), and measures them one after the other
 (the order rotates from run to run). Methods: ``raw``, one pre-encoded kio frame on one connection
@@ -34,59 +34,40 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import cProfile
 import gc
-import json
-import logging
-import os
-import re
-import shutil
-import signal
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from kio.index import load_request_schema
-from kio.serial import entity_reader
-
-import ksteward
-from _common import (
-    CONFIG_FILE,
+from bench._harness.clients import client_versions, confluent_admin, wait_all
+from bench._harness.cpu import CpuMeter, Measured, timed_in_thread
+from bench._harness.load import cell_stats, closed_loop, split
+from bench._harness.profile import NOT_A_MEASUREMENT, InProcessServer, profile_steps
+from bench._harness.proxy import WireLog
+from bench._harness.report import median, percentile_ms, summary, table, warn
+from bench._harness.runner import Benchmark, Section, add_profile_flags, parser
+from bench._harness.server import ServerProcess
+from bench._harness.strace import STRACE, TracedServer, fsync_before_reply, trace_events
+from bench._harness.wire import (
     HOST,
-    ServerError,
-    ServerProcess,
-    closed_loop,
+    REQUEST_TIMEOUT_S,
+    FrameClient,
+    TimedConnection,
+    Timing,
     decode_response,
     encode_request,
     free_ports,
-    git_dirty,
-    git_head,
-    kill_all_servers,
-    machine_facts,
-    median,
-    percentile_ms,
-    split,
-    table,
     with_correlation_id,
 )
-from acls import CpuMeter, InProcessServer, TimedClient, WireLog, profile_text, summary
-from server import cell_stats
+from ksteward.protocol.apis import ApiKey, api_name
 
-RESULTS = Path(__file__).resolve().parent / "results" / "topics.json"
-METADATA, CREATE_TOPICS, DELETE_TOPICS = 3, 19, 20
-API_NAMES = {3: "Metadata", 18: "ApiVersions", 19: "CreateTopics", 20: "DeleteTopics", 60: "DescribeCluster"}
 CREATE_VERSION, DELETE_VERSION = 7, 6  # the newest the server serves
 CLIENT_CREATE_VERSION, CLIENT_DELETE_VERSION = 4, 4  # what librdkafka 2.x sends (the checks count them)
 METADATA_VERSION = 13  # the newest; librdkafka's list_topics() sends it too
 MAX_RECORDS_PER_REQUEST = 10_000  # one request may produce at most this many metadata records
-REQUEST_TIMEOUT_S = 120.0
 METHODS = ("raw", "raw-v4", "confluent-kafka")
 VERSIONS = {"raw": (CREATE_VERSION, DELETE_VERSION), "raw-v4": (CLIENT_CREATE_VERSION, CLIENT_DELETE_VERSION)}
 RAW_CID = 1_000_000  # raw correlation ids start here, far from librdkafka's (checks tell them apart)
@@ -145,11 +126,6 @@ class Params:
         return p
 
 
-def warn(problems: Sequence[str]) -> None:
-    for problem in problems:
-        print(f"  WARNING: {problem}")
-
-
 def topic_names(count: int, prefix: str = "") -> list[str]:
     """Realistic names: a dot and a dash (so the collision check on '.' and '_' runs too)."""
     return [f"{prefix}bench.orders-{i:05d}" for i in range(count)]
@@ -165,7 +141,7 @@ def create_frame(names: Sequence[str], shape: Shape, correlation_id: int, versio
         for n in names
     ]
     body = {"topics": topics, "timeout_ms": 60_000, "validate_only": False}
-    return encode_request(CREATE_TOPICS, version, body, correlation_id)
+    return encode_request(ApiKey.CREATE_TOPICS, version, body, correlation_id)
 
 
 def delete_frame(names: Sequence[str], correlation_id: int, version: int = DELETE_VERSION) -> bytes:
@@ -174,18 +150,18 @@ def delete_frame(names: Sequence[str], correlation_id: int, version: int = DELET
         body["topics"] = [{"name": n, "topic_id": None} for n in names]
     else:
         body["topic_names"] = list(names)
-    return encode_request(DELETE_TOPICS, version, body, correlation_id)
+    return encode_request(ApiKey.DELETE_TOPICS, version, body, correlation_id)
 
 
 def metadata_frame(correlation_id: int) -> bytes:
     values = {"topics": None, "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
-    return encode_request(METADATA, METADATA_VERSION, values, correlation_id)
+    return encode_request(ApiKey.METADATA, METADATA_VERSION, values, correlation_id)
 
 
 def create_outcome(payload: bytes, names: Sequence[str], shape: Shape, version: int = CREATE_VERSION) -> dict[str, Any]:
     """Per-topic results of a CreateTopics response: error 0 for each name and, from v5 on, the partition
     count and the shape's configs among the configs the response describes."""
-    _, body = decode_response(CREATE_TOPICS, version, payload)
+    _, body = decode_response(ApiKey.CREATE_TOPICS, version, payload)
     errors = sorted({f"{int(t.error_code)} {t.error_message}" for t in body.topics if int(t.error_code) != 0})
     ok = [t for t in body.topics if int(t.error_code) == 0]
     wanted = dict(shape.configs)
@@ -205,7 +181,7 @@ def create_outcome(payload: bytes, names: Sequence[str], shape: Shape, version: 
 
 
 def delete_outcome(payload: bytes, names: Sequence[str], version: int = DELETE_VERSION) -> dict[str, Any]:
-    _, body = decode_response(DELETE_TOPICS, version, payload)
+    _, body = decode_response(ApiKey.DELETE_TOPICS, version, payload)
     errors = sorted({f"{int(r.error_code)} {r.error_message}" for r in body.responses if int(r.error_code) != 0})
     return {
         "results": len(body.responses),
@@ -217,7 +193,7 @@ def delete_outcome(payload: bytes, names: Sequence[str], version: int = DELETE_V
 
 def listing(payload: bytes) -> dict[str, Any]:
     """What a Metadata (all topics) response lists."""
-    _, body = decode_response(METADATA, METADATA_VERSION, payload)
+    _, body = decode_response(ApiKey.METADATA, METADATA_VERSION, payload)
     return {
         "error_code": int(getattr(body, "error_code", 0)),  # v13+ only
         "names": sorted(t.name for t in body.topics),
@@ -232,52 +208,23 @@ def listing(payload: bytes) -> dict[str, Any]:
 # --- a raw connection ------------------------------------------------------------------------------
 
 
-class RawConnection:
-    """One connection for pre-encoded frames: each request timed to the first and to the last byte."""
-
-    def __init__(self, server: ServerProcess, client: TimedClient) -> None:
-        self.server = server
-        self.client = client
-        self._cid = RAW_CID
+class RawConnection(TimedConnection):
+    """One connection for pre-encoded frames, with its correlation ids far from librdkafka's."""
 
     @classmethod
-    async def open(cls, server: ServerProcess) -> RawConnection:
-        return cls(server, cast(TimedClient, await TimedClient.connect(server.port)))
-
-    def next_cid(self) -> int:
-        self._cid += 1
-        return self._cid
-
-    @property
-    def last_cid(self) -> int:
-        return self._cid
-
-    async def timed(self, frame: bytes) -> tuple[bytes, dict[str, Any]]:
-        """(response payload, row): wall and first-byte seconds, CPU seconds of server, client and others."""
-        meter = CpuMeter(self.server)
-        self.client.first_byte_ns = 0
-        started = time.perf_counter_ns()
-        payload = await self.client.request(frame, REQUEST_TIMEOUT_S)
-        ended = time.perf_counter_ns()
-        cpu = meter.read()
-        if payload[:4] != frame[8:12]:
-            raise ServerError(f"{self.server.name}: correlation id {payload[:4].hex()}, expected {frame[8:12].hex()}")
-        row = {
-            "s": round((ended - started) / 1e9, 4),
-            "first_byte_s": round((self.client.first_byte_ns - started) / 1e9, 4),
-            **cpu,
-            "request_kib": round(len(frame) / 1024, 1),
-            "response_kib": round((len(payload) + 4) / 1024, 1),
-        }
-        return payload, row
+    async def open(cls, server: Measured, first_cid: int = RAW_CID) -> RawConnection:
+        return cls(server, await FrameClient.connect(server.port), first_cid)
 
     async def listed(self) -> dict[str, Any]:
         """The topics a Metadata (all topics) request lists now (a check, not timed)."""
-        payload = await self.client.request(metadata_frame(self.next_cid()), REQUEST_TIMEOUT_S)
-        return listing(payload)
+        return listing(await self.request(metadata_frame(self.next_cid())))
 
-    async def aclose(self) -> None:
-        await self.client.aclose()
+
+def timing_row(timing: Timing) -> dict[str, Any]:
+    """A timed request's row, with its sizes in KiB."""
+    return {"s": round(timing.wall_s, 4), "first_byte_s": round(timing.first_byte_s, 4), **timing.cpu,
+            "request_kib": round(timing.request_bytes / 1024, 1),
+            "response_kib": round((len(timing.payload) + 4) / 1024, 1)}  # fmt: skip
 
 
 def listing_problems(where: str, listed: dict[str, Any], names: Sequence[str], partitions: int) -> list[str]:
@@ -301,15 +248,7 @@ class Confluent:
     """One confluent-kafka AdminClient, connected before any clock starts (a warm-up list_topics)."""
 
     def __init__(self, bootstrap: str) -> None:
-        from confluent_kafka.admin import AdminClient
-
-        conf: dict[str, Any] = {
-            "bootstrap.servers": bootstrap,
-            "client.id": "ksteward-bench-confluent",
-            "socket.timeout.ms": int(REQUEST_TIMEOUT_S * 1000),
-            "logger": logging.getLogger("librdkafka"),
-        }
-        self.admin: Any = AdminClient(conf)
+        self.admin: Any = confluent_admin(bootstrap)
         self.list_topics()
 
     @staticmethod
@@ -320,23 +259,10 @@ class Confluent:
 
     def create(self, new_topics: list[Any]) -> tuple[int, list[str]]:
         """(created, distinct errors): until every topic's future is done."""
-        futures = self.admin.create_topics(new_topics, request_timeout=REQUEST_TIMEOUT_S)
-        return self._wait(futures)
+        return wait_all(self.admin.create_topics(new_topics, request_timeout=REQUEST_TIMEOUT_S))
 
     def delete(self, names: list[str]) -> tuple[int, list[str]]:
-        futures = self.admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S)
-        return self._wait(futures)
-
-    @staticmethod
-    def _wait(futures: dict[str, Any]) -> tuple[int, list[str]]:
-        ok, errors = 0, set()
-        for future in futures.values():
-            try:
-                future.result()
-                ok += 1
-            except Exception as exc:  # each topic's future carries its own error
-                errors.add(repr(exc))
-        return ok, sorted(errors)
+        return wait_all(self.admin.delete_topics(names, request_timeout=REQUEST_TIMEOUT_S))
 
     def list_topics(self) -> int:
         """Topics listed by one list_topics() (Metadata for all topics), end to end."""
@@ -355,30 +281,6 @@ class Confluent:
     def close(self) -> None:
         self.admin = None  # librdkafka's handle has no close(); dropping the last reference destroys it
         gc.collect()
-
-
-async def thread_timed(server: ServerProcess, fn: Callable[[], Any]) -> tuple[Any, dict[str, Any]]:
-    """(result, row): ``fn()`` timed in a worker thread, with the CPU seconds of the server, of this
-    process (the client library's threads included) and of the machine's other processes meanwhile."""
-
-    def call() -> tuple[Any, float]:
-        t0 = time.perf_counter()
-        result = fn()
-        return result, time.perf_counter() - t0
-
-    meter = CpuMeter(server)
-    result, wall = await asyncio.to_thread(call)
-    return result, {"s": round(wall, 4), **meter.read()}
-
-
-def client_versions() -> dict[str, str]:
-    import confluent_kafka
-
-    version: Any = confluent_kafka.version()  # a (str, int) tuple in older releases, a str in newer ones
-    return {
-        "confluent-kafka": str(version[0] if isinstance(version, tuple) else version),
-        "librdkafka": str(confluent_kafka.libversion()[0]),
-    }
 
 
 # --- one run: four fresh servers ----------------------------------------------------------------------
@@ -427,7 +329,7 @@ async def metadata_cells(
     if shape.name == "1p":
         client = await asyncio.to_thread(Confluent, f"{HOST}:{server.port}")
         try:
-            (seconds, counts), row = await thread_timed(server, lambda: client.list_topics_timed(p.list_reps))
+            (seconds, counts), row = await timed_in_thread(server, lambda: client.list_topics_timed(p.list_reps))
         finally:
             await asyncio.to_thread(client.close)
         ns = [int(s * 1e9) for s in seconds]
@@ -455,10 +357,10 @@ async def job_raw(p: Params, run: int, method: str, shape: Shape, server: Server
     conn = await RawConnection.open(server)
     where = f"run {run}, {method}, {shape.name}"
     try:
-        frame = create_frame(names, shape, conn.next_cid(), create_version)
-        payload, row = await conn.timed(frame)
+        timing = await conn.timed(create_frame(names, shape, conn.next_cid(), create_version))
+        payload, row = timing.payload, timing_row(timing)
         outcome = create_outcome(payload, names, shape, create_version)
-        listed_payload = await conn.client.request(metadata_frame(conn.next_cid()), REQUEST_TIMEOUT_S)
+        listed_payload = await conn.request(metadata_frame(conn.next_cid()))
         listed = listing(listed_payload)
         out.problems += listing_problems(f"{where}, after CreateTopics", listed, names, shape.partitions)
         out.create.append({"run": run, "method": method, "shape": shape.name, **row, **outcome,
@@ -467,8 +369,9 @@ async def job_raw(p: Params, run: int, method: str, shape: Shape, server: Server
             rows, problems = await metadata_cells(p, run, shape, server, listed_payload)
             out.metadata += rows
             out.problems += problems
-        payload, row = await conn.timed(delete_frame(names, conn.next_cid(), delete_version))
-        deleted = delete_outcome(payload, names, delete_version)
+        timing = await conn.timed(delete_frame(names, conn.next_cid(), delete_version))
+        deleted = delete_outcome(timing.payload, names, delete_version)
+        row = timing_row(timing)
         after = await conn.listed()
         out.delete.append({"run": run, "method": method, "shape": shape.name, **row, **deleted,
                            "listed": after["topics"], "listed_partitions": after["partitions"]})  # fmt: skip
@@ -483,13 +386,13 @@ async def job_confluent(p: Params, run: int, method: str, shape: Shape, server: 
     where = f"run {run}, confluent-kafka, {shape.name}"
     try:
         new_topics = client.new_topics(names, shape)
-        (created, errors), row = await thread_timed(server, lambda: client.create(new_topics))
+        (created, errors), row = await timed_in_thread(server, lambda: client.create(new_topics))
         listed = await conn.listed()
         out.problems += listing_problems(f"{where}, after create_topics", listed, names, shape.partitions)
         out.create.append({"run": run, "method": "confluent-kafka", "shape": shape.name, **row, "results": len(names),
                            "created": created, "errors": errors, "listed": listed["topics"],
                            "listed_partitions": listed["partitions"]})  # fmt: skip
-        (deleted, errors), row = await thread_timed(server, lambda: client.delete(list(names)))
+        (deleted, errors), row = await timed_in_thread(server, lambda: client.delete(list(names)))
         after = await conn.listed()
         out.delete.append({"run": run, "method": "confluent-kafka", "shape": shape.name, **row, "results": len(names),
                            "deleted": deleted, "errors": errors, "listed": after["topics"],
@@ -601,148 +504,12 @@ def metadata_summaries(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # --- checks: what confluent-kafka sends, and fsync before every reply -------------------------------------
 
 
-class TopicWireLog(WireLog):
-    """The counting proxy of ``bench/acls.py``, reporting topic requests (with their topic counts)."""
-
-    def report(self, tag: str) -> list[dict[str, Any]]:
-        rows: dict[tuple[int, int], dict[str, Any]] = {}
-        for t, key, version, payload in self.frames:
-            if t != tag:
-                continue
-            row = rows.setdefault((key, version), {"api": f"{API_NAMES.get(key, key)} v{version}", "requests": 0,
-                                                   "bytes": 0, "topics": []})  # fmt: skip
-            row["requests"] += 1
-            row["bytes"] += len(payload) + 4
-            if key in (CREATE_TOPICS, DELETE_TOPICS, METADATA):
-                cls: Any = load_request_schema(key, version)
-                _, offset = entity_reader(cls.__header_schema__)(payload, 0)
-                body, _ = entity_reader(cls)(payload, offset)
-                topics = body.topic_names if key == DELETE_TOPICS and version < 6 else body.topics
-                row["topics"].append("all" if topics is None else f"{len(topics):,}")
-        return [{**r, "topics": ", ".join(r["topics"]) or "-"} for r in rows.values()]
-
-    def mutations(self) -> list[tuple[str, int, int, int]]:
-        """(tag, api key, version, correlation id) of every CreateTopics and DeleteTopics sent."""
-        return [
-            (t, key, version, int.from_bytes(payload[4:8], "big", signed=True))
-            for t, key, version, payload in self.frames
-            if key in (CREATE_TOPICS, DELETE_TOPICS)
-        ]
-
-
-STRACE = shutil.which("strace")
-TRACED_SYSCALLS = "fsync,fdatasync,recvfrom,sendto"
-
-
-class TracedServer(ServerProcess):
-    """``ksteward serve`` under ``strace -f``: fsyncs (with the file they sync), and the first 12 bytes of
-    every socket read and write (which hold a frame's API key and correlation id). Not for timing.
-
-    ``pid`` is the server's (strace's child), so CPU and memory readings describe the server. strace
-    ignores SIGTERM, so ``stop`` signals the server and waits for strace to exit with the server's code."""
-
-    def __init__(self, *args: Any, trace_path: Path, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.trace_path = trace_path
-        self._traced_pid: int | None = None
-
-    def command(self) -> list[str]:
-        assert STRACE is not None
-        return [STRACE, "-f", "--seccomp-bpf", "-qq", "-y", "-xx", "-s", "12", "-e", f"trace={TRACED_SYSCALLS}",
-                "-e", "signal=none", "-o", str(self.trace_path), *super().command()]  # fmt: skip
-
-    @property
-    def pid(self) -> int:
-        if self._traced_pid is None:
-            assert self.proc is not None, "not started"
-            for entry in Path("/proc").iterdir():
-                with contextlib.suppress(OSError, IndexError):
-                    if entry.name.isdigit() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[1] == str(
-                        self.proc.pid
-                    ):
-                        self._traced_pid = int(entry.name)
-                        break
-            else:
-                raise ServerError(f"{self.name}: no child of strace ({self.proc.pid}) found")
-        return self._traced_pid
-
-    async def stop(self, timeout: float = 180.0) -> float:
-        if self.proc is None or self.proc.returncode is not None:
-            return 0.0
-        started = time.perf_counter()
-        os.kill(self.pid, signal.SIGTERM)
-        try:
-            rc = await asyncio.wait_for(self.proc.wait(), timeout)
-        except TimeoutError:
-            self.kill()
-            raise ServerError(f"{self.name} did not stop within {timeout:.0f}s after SIGTERM") from None
-        finally:
-            if self._drain is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._drain, 5)
-        super().kill()  # the process has exited: this only forgets it
-        if rc != 0:
-            raise ServerError(f"{self.name} exited with {rc} after SIGTERM:\n{self.log_tail()}")
-        return time.perf_counter() - started
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.returncode is None and self._traced_pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self._traced_pid, signal.SIGKILL)
-        super().kill()
-
-
-_LINE = re.compile(r"(\d+)\s+(?:<\.\.\. (\w+) resumed>|(\w+)\()(.*)$")
-_HEX = re.compile(r'"((?:\\x[0-9a-f]{2})+)"')
-_FD = re.compile(r"^(\d+<[^>]*>)")
-
-
-def _unhex(text: str) -> str:
-    """``6<\\x2f\\x74...>`` as ``6</t...>``."""
-    latin = re.sub(r"\\x([0-9a-f]{2})", lambda m: chr(int(m.group(1), 16)), text)
-    return latin.encode("latin-1").decode("utf-8", "replace")
-
-
-def trace_events(text: str) -> list[tuple[str, str, str, bytes, bool]]:
-    """(syscall, fd with its path, the rest, data bytes, succeeded) per completed syscall, in order of
-    completion. An ``<unfinished ...>`` call is joined with its ``resumed`` line."""
-    pending: dict[str, str] = {}
-    events = []
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        pid, resumed, started, rest = m.groups()
-        if rest.endswith("<unfinished ...>"):
-            pending[pid] = rest[: -len("<unfinished ...>")]
-            continue
-        name = resumed or started
-        if resumed:
-            rest = pending.pop(pid, "") + rest
-        fd = _FD.match(rest)  # with -xx, strace prints the fd's path in hex too
-        data = _HEX.search(rest)
-        raw = bytes.fromhex(data.group(1).replace("\\x", "")) if data else b""
-        ret = rest.rsplit("=", 1)[-1].strip().split(" ")[0] if "=" in rest else ""
-        events.append((name, _unhex(fd.group(1)) if fd else "", rest, raw, ret.isdigit()))
-    return events
-
-
-def fsync_before_reply(events: list[tuple[str, str, str, bytes, bool]], key: int, cid: int) -> dict[str, Any]:
-    """For the request (``key``, ``cid``): the fsyncs of a log segment that completed between the server's
-    read of the request and its first write of the reply on that socket."""
-    want = cid.to_bytes(4, "big", signed=True)
-    read = next((i for i, (name, _fd, _r, data, ok) in enumerate(events) if name == "recvfrom" and ok
-                 and data[8:12] == want and int.from_bytes(data[4:6], "big") == key), None)  # fmt: skip
-    if read is None:
-        return {"seen": False, "fsyncs_between": None, "durable_before_reply": None}
-    sock = events[read][1]
-    reply = next((i for i in range(read + 1, len(events)) if events[i][0] == "sendto" and events[i][1] == sock
-                  and events[i][3][4:8] == want), None)  # fmt: skip
-    if reply is None:
-        return {"seen": True, "fsyncs_between": None, "durable_before_reply": False}
-    fsyncs = [e for e in events[read + 1 : reply] if e[0] in ("fsync", "fdatasync") and e[4] and ".log>" in e[1]]
-    return {"seen": True, "fsyncs_between": len(fsyncs), "durable_before_reply": bool(fsyncs),
-            "synced": sorted({e[1].split("<", 1)[1].rstrip(">").rsplit("/", 1)[-1] for e in fsyncs})}  # fmt: skip
+# What the proxy counts in each topic request a client sends: its topics ("all" for a Metadata of all).
+TOPIC_COUNTS = {
+    ApiKey.CREATE_TOPICS: lambda body, version: f"{len(body.topics):,}",
+    ApiKey.DELETE_TOPICS: lambda body, version: f"{len(body.topic_names if version < 6 else body.topics):,}",
+    ApiKey.METADATA: lambda body, version: "all" if body.topics is None else f"{len(body.topics):,}",
+}
 
 
 WIRE_COLUMNS = [("client", "client"), ("call", "call"), ("request", "api"), ("requests", "requests"),
@@ -757,15 +524,14 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
     """One server (under strace when installed) behind the counting proxy: raw CreateTopics of both shapes,
     confluent-kafka create_topics / list_topics / delete_topics through the proxy, raw DeleteTopics."""
     proxy_port, port, controller_port = free_ports(3)
-    overrides = {"advertised.listeners": f"PLAINTEXT://{HOST}:{proxy_port}"}
     trace_path = workdir / "checks.strace"
     server: ServerProcess
     if STRACE:
-        server = TracedServer(workdir, "checks", ports=(port, controller_port), overrides=overrides,
+        server = TracedServer(workdir, "checks", ports=(port, controller_port), advertise_port=proxy_port,
                               trace_path=trace_path)  # fmt: skip
     else:
-        server = ServerProcess(workdir, "checks", ports=(port, controller_port), overrides=overrides)
-    wire = TopicWireLog(port)
+        server = ServerProcess(workdir, "checks", ports=(port, controller_port), advertise_port=proxy_port)
+    wire = WireLog(port)
     problems: list[str] = []
     raw_mutations: list[tuple[str, int, int]] = []  # (label, api key, correlation id)
     raw_names = {s.name: topic_names(p.topics, f"raw-{s.name}.") for s in SHAPES}
@@ -778,11 +544,11 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
         try:
             for shape in SHAPES:
                 cid = conn.next_cid()
-                payload, _ = await conn.timed(create_frame(raw_names[shape.name], shape, cid))
-                outcome = create_outcome(payload, raw_names[shape.name], shape)
+                timing = await conn.timed(create_frame(raw_names[shape.name], shape, cid))
+                outcome = create_outcome(timing.payload, raw_names[shape.name], shape)
                 if outcome["created"] != p.topics:
                     problems.append(f"checks: raw CreateTopics {shape.name}: {outcome['errors']}")
-                raw_mutations.append((f"CreateTopics v{CREATE_VERSION} {shape.name}", CREATE_TOPICS, cid))
+                raw_mutations.append((f"CreateTopics v{CREATE_VERSION} {shape.name}", ApiKey.CREATE_TOPICS, cid))
             wire.tag = "connect"
             client = await asyncio.to_thread(Confluent, f"{HOST}:{proxy_port}")
             try:
@@ -803,12 +569,12 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
                 problems.append(f"checks: list_topics() counted {listed_counts}, expected {3 * p.topics} twice")
             for shape in SHAPES:
                 cid = conn.next_cid()
-                payload, _ = await conn.timed(delete_frame(raw_names[shape.name], cid))
-                if delete_outcome(payload, raw_names[shape.name])["deleted"] != p.topics:
+                timing = await conn.timed(delete_frame(raw_names[shape.name], cid))
+                if delete_outcome(timing.payload, raw_names[shape.name])["deleted"] != p.topics:
                     problems.append(f"checks: raw DeleteTopics {shape.name} failed")
-                raw_mutations.append((f"DeleteTopics v{DELETE_VERSION} {shape.name}", DELETE_TOPICS, cid))
+                raw_mutations.append((f"DeleteTopics v{DELETE_VERSION} {shape.name}", ApiKey.DELETE_TOPICS, cid))
             left = await conn.listed()  # also the control: a read-only request, no fsync expected
-            raw_mutations.append((f"control: Metadata v{METADATA_VERSION}", METADATA, conn.last_cid))
+            raw_mutations.append((f"control: Metadata v{METADATA_VERSION}", ApiKey.METADATA, conn.last_cid))
             if left["topics"]:
                 problems.append(f"checks: {left['topics']} topics left after deleting all")
         finally:
@@ -819,16 +585,18 @@ async def section_checks(p: Params, workdir: Path) -> dict[str, Any]:
         server.kill()
     problems += [f"checks server log: {line}" for line in server.log_errors()]
     wire_rows = [{"client": "confluent-kafka", "call": call, **r} for call in
-                 ("create_topics", "list_topics", "delete_topics") for r in wire.report(call)]  # fmt: skip
+                 ("create_topics", "list_topics", "delete_topics")
+                 for r in wire.report(call, "topics", TOPIC_COUNTS)]  # fmt: skip
     fsync_rows: list[dict[str, Any]] = []
     if STRACE:
         events = trace_events(trace_path.read_text(errors="replace"))
         asked = [(label, "raw", key, cid) for label, key, cid in raw_mutations]
-        asked += [(f"{API_NAMES[key]} v{version} ({tag})", "confluent-kafka", key, cid)
-                  for tag, key, version, cid in wire.mutations()]  # fmt: skip
+        mutations = wire.requests((ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS))
+        asked += [(f"{api_name(key)} v{version} ({tag})", "confluent-kafka", key, cid)
+                  for tag, key, version, cid in mutations]  # fmt: skip
         for label, by, key, cid in asked:
             found = fsync_before_reply(events, key, cid)
-            fsync_rows.append({"request": label, "by": by, "cid": cid, "expected": key != METADATA, **found})
+            fsync_rows.append({"request": label, "by": by, "cid": cid, "expected": key != ApiKey.METADATA, **found})
         problems += [f"checks: {r['request']} by {r['by']}: log fsync between reading it and replying: "
                      f"{'yes' if r['durable_before_reply'] else 'no'}, expected {'yes' if r['expected'] else 'no'}"
                      for r in fsync_rows if r["seen"] and r["durable_before_reply"] != r["expected"]]  # fmt: skip
@@ -927,32 +695,16 @@ async def section_runs(p: Params, workdir: Path) -> dict[str, Any]:
 # --- --profile: a diagnosis, not a measurement ---------------------------------------------------------
 
 
-class PlainInProcessServer(InProcessServer):
-    """PROFILING ONLY: ``bench/acls.py``'s in-process server, on PLAINTEXT with ``config/server.properties``."""
-
-    def __init__(self, workdir: Path) -> None:
-        from ksteward.cli.serve import load_config
-
-        super().__init__(workdir)
-        overrides = [
-            f"listeners=PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://{HOST}:{self.port}",
-            f"metadata.log.dir={workdir / 'in-process-data'}",
-        ]
-        self.config = load_config(str(CONFIG_FILE), overrides)
-
-
 async def profile_server(p: Params, workdir: Path, lines: int) -> None:
     """Profile, on the server's thread only: CreateTopics of each shape (v7, and v4 as librdkafka sends it),
     20 Metadata requests for all topics, and DeleteTopics."""
-    print("PROFILE, NOT A MEASUREMENT: the server runs in this process, in a thread, under cProfile. Its times "
-          "are inflated; only the split between functions means something.", flush=True)  # fmt: skip
-    server = PlainInProcessServer(workdir)
+    print(NOT_A_MEASUREMENT, flush=True)
+    server = InProcessServer(workdir, sasl=False)
     await asyncio.to_thread(server.start)
     names = topic_names(p.topics)
     v4_names = topic_names(p.topics, "v4.")
     try:
-        conn = await RawConnection.open(cast(Any, server))
+        conn = await RawConnection.open(server)
         try:
 
             def metadata_burst() -> list[bytes]:
@@ -970,19 +722,7 @@ async def profile_server(p: Params, workdir: Path, lines: int) -> None:
                 (f"CreateTopics v4 of {p.topics:,} ({SHAPES[0].describe()}; the version librdkafka sends, no "
                  "configs in the response)", [create_frame(v4_names, SHAPES[0], conn.next_cid(), version=4)]),
             ]  # fmt: skip
-            for title, frames in steps:
-                profile = cProfile.Profile()
-                await asyncio.to_thread(server.in_thread, profile.enable)
-                t0, cpu0 = time.perf_counter(), server.cpu_seconds()
-                for frame in frames:
-                    payload = await conn.client.request(frame, REQUEST_TIMEOUT_S)
-                    if payload[:4] != frame[8:12]:
-                        raise ServerError("correlation id mismatch")
-                wall, cpu = time.perf_counter() - t0, server.cpu_seconds() - cpu0
-                await asyncio.to_thread(server.in_thread, profile.disable)
-                print(f"\n== PROFILE: {title}: {wall:.3f}s under cProfile, server thread CPU {cpu:.3f}s, "
-                      f"response {len(payload) + 4:,} bytes", flush=True)  # fmt: skip
-                print(profile_text(profile, lines))
+            await profile_steps(server, conn.client, steps, lines)
         finally:
             await conn.aclose()
     finally:
@@ -993,9 +733,8 @@ async def profile_server(p: Params, workdir: Path, lines: int) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    add = parser.add_argument
-    add("--quick", action="store_true", help="2 runs and fewer Metadata requests (under a minute)")
+    out = parser(__doc__, "topics", "2 runs and fewer Metadata requests (under a minute)")
+    add = out.add_argument
     add("--topics", type=int, default=1_000, help="topics per CreateTopics / DeleteTopics (default 1000)")
     add("--runs", type=int, help="fresh servers per (method, shape) (default 3, quick 2)")
     add("--metadata-1", type=int, help="Metadata requests per run with 1 connection (default 200, quick 60)")
@@ -1003,78 +742,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--list-reps", type=int, help="confluent-kafka list_topics() calls per run (default 15, quick 5)")
     add("--cell-seconds", type=float, default=60.0, help="time budget of one Metadata cell (default 60)")
     add("--no-checks", action="store_true", help="skip the strace fsync check and the counting proxy")
-    add("--out", type=Path, default=RESULTS, help="where the JSON goes (default bench/results/topics.json)")
-    add("--keep", action="store_true", help="keep the temporary directory (server logs, data, strace output)")
-    add("--profile", action="store_true", help="instead of measuring: profile an in-process server (cProfile) "
-        "on CreateTopics, Metadata and DeleteTopics; prints only, writes no JSON")  # fmt: skip
-    add("--profile-lines", type=int, default=25, help="functions per profile listing (default 25)")
-    return parser.parse_args(argv)
+    add_profile_flags(out, "CreateTopics, Metadata and DeleteTopics")
+    return out.parse_args(argv)
 
 
-async def run(p: Params, workdir: Path) -> dict[str, Any]:
-    """The measured runs, then the checks; a part that fails is reported (and kept in the JSON)."""
-    results: dict[str, Any] = {}
-    parts: dict[str, Callable[[Params, Path], Any]] = {"runs": section_runs}
-    if p.checks:
-        parts["checks"] = section_checks
-    for name, part in parts.items():
-        print(f"\n== {name}", flush=True)
-        began = time.perf_counter()
-        load0 = os.getloadavg()[0]
-        try:
-            results[name] = await asyncio.wait_for(part(p, workdir), 900)
-        except Exception as exc:  # a benchmark failure is a result too; the other part still runs
-            kill_all_servers()
-            message = f"{type(exc).__name__}: {exc}"
-            print(f"  FAILED: {message}", flush=True)
-            results[name] = {"error": message}
-        results[name]["section_s"] = round(time.perf_counter() - began, 1)
-        results[name]["loadavg_1m_before_after"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
-    return results
+# The exit code is 1 if anything failed or any WARNING was printed.
+BENCHMARK = Benchmark("topics", "topic", document=lambda results: {"clients": client_versions()}, strict=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     p = Params.from_args(args)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    facts = machine_facts()
-    print(f"ksteward topic benchmarks{' (quick)' if p.quick else ''}: {facts['cpu_count']} CPUs "
-          f"({facts['cpu_model']}), Python {facts['python']}, load average {facts['loadavg_at_start']}")  # fmt: skip
-    workdir = Path(tempfile.mkdtemp(prefix="ksteward-bench-topics-"))
     if args.profile:
-        try:
-            asyncio.run(profile_server(p, workdir, args.profile_lines))
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        return 0
-    began = time.perf_counter()
-    try:
-        results = asyncio.run(run(p, workdir))
-    finally:
-        kill_all_servers()
-        if args.keep:
-            print(f"kept {workdir}")
-        else:
-            shutil.rmtree(workdir, ignore_errors=True)
-    document = {
-        "benchmark": "bench/topics.py",
-        "command": [Path(sys.executable).name, *sys.argv],
-        "git_head": git_head(),
-        "git_dirty": git_dirty(),
-        "ksteward_imported_from": str(Path(ksteward.__file__).parent),
-        "pythonpath": os.environ.get("PYTHONPATH"),
-        "machine": facts,
-        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
-        "params": asdict(p),
-        "clients": client_versions(),
-        "total_s": round(time.perf_counter() - began, 1),
-        "results": results,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"\nwrote {args.out} ({document['total_s']}s in all)")
-    failed = any("error" in r for r in results.values())
-    return 1 if failed or any(r.get("problems") for r in results.values()) else 0
+        return BENCHMARK.profile(p.quick, lambda workdir: profile_server(p, workdir, args.profile_lines))
+    sections: dict[str, Section] = {"runs": section_runs}  # the measured runs, then the checks
+    if p.checks:
+        sections["checks"] = section_checks
+    return BENCHMARK.main(args, p, sections)
 
 
 if __name__ == "__main__":

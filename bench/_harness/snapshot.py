@@ -16,7 +16,7 @@ from pathlib import Path
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32
 
-from _common import ServerProcess
+from bench._harness.server import ServerProcess
 from ksteward.metadata.loader import load
 from ksteward.metadata.records import (
     AccessControlEntryRecord,
