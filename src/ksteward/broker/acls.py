@@ -12,7 +12,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.authorizer import CLUSTER_NAME
+from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.acls import MalformedAclRequest, filter_of
 from ksteward.protocol.build import build

@@ -17,8 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
 
-from ksteward.authorizer import AclBinding, AclBindingFilter
-from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.authorizer import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.controller.result import MAX_RECORDS_PER_USER_OP
 from ksteward.metadata.ids import random_uuid
 from ksteward.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord

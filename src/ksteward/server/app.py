@@ -22,8 +22,7 @@ from pathlib import Path
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
-from ksteward.authorizer import AclBinding, StandardAuthorizer
-from ksteward.authorizer.audit import AuditLogWriter
+from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
@@ -227,7 +226,7 @@ class Server:
         if not cfg.authorizer_class_name:
             return
         try:
-            self._authorizer = StandardAuthorizer(
+            self._authorizer = StandardAuthorizer.from_config(
                 {
                     "super.users": cfg.static.get("super.users", ""),
                     "allow.everyone.if.no.acl.found": cfg.static.get("allow.everyone.if.no.acl.found", "false"),

@@ -15,8 +15,8 @@ from ksteward.authorizer import (
     PatternType,
     ResourceType,
     StandardAuthorizer,
+    parse_enum,
 )
-from ksteward.authorizer.enums import parse_enum
 
 Op, Perm, Pat, RT = AclOperation, AclPermissionType, PatternType, ResourceType
 

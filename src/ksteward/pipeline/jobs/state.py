@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.pipeline.readers import InputError, conform
 

@@ -51,9 +51,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ksteward.authorizer.audit import AUDIT_EVENT_TYPE
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.authorizer.standard import Rule
+from ksteward.authorizer import AUDIT_EVENT_TYPE, AclOperation, ResourceType, Rule
 from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA
 
 from . import InputError, ReadResult, conform

@@ -27,7 +27,8 @@ import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .enums import AclOperation, AclPermissionType, PatternType, ResourceType, parse_enum
+from ._enums import AclOperation, AclPermissionType, PatternType, ResourceType, parse_enum
+from ._errors import InvalidAclError
 
 __all__ = [
     "CLUSTER_NAME",
@@ -58,7 +59,7 @@ def _str_field(name: str, value: object, *, optional: bool) -> str | None:
     if value is None:
         if optional:
             return None
-        raise ValueError(f"{name} must be a string, not None")
+        raise InvalidAclError(f"{name} must be a string, not None")
     if type(value) is not str:
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string, not {type(value).__name__}")
@@ -93,13 +94,13 @@ class AclBinding:
         op = parse_enum(AclOperation, operation)
         perm = parse_enum(AclPermissionType, permission_type)
         if rt is ResourceType.ANY:
-            raise ValueError("an ACL's resource type cannot be ANY")
+            raise InvalidAclError("an ACL's resource type cannot be ANY")
         if pt is PatternType.ANY or pt is PatternType.MATCH:
-            raise ValueError(f"an ACL's pattern type cannot be {pt.name}")
+            raise InvalidAclError(f"an ACL's pattern type cannot be {pt.name}")
         if op is AclOperation.ANY:
-            raise ValueError("an ACL's operation cannot be ANY")
+            raise InvalidAclError("an ACL's operation cannot be ANY")
         if perm is AclPermissionType.ANY:
-            raise ValueError("an ACL's permission type cannot be ANY")
+            raise InvalidAclError("an ACL's permission type cannot be ANY")
         setter = object.__setattr__
         setter(self, "resource_type", rt)
         setter(self, "resource_name", _str_field("resource_name", resource_name, optional=False))

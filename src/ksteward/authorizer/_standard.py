@@ -44,14 +44,15 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .binding import AclBinding, AclBindingFilter
-from .enums import SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourceType, parse_enum
-from .index import ALLOWED_BY_ACL, DENIED_BY_ACL, DENY_TEST, GRANT, NO_ACLS, AclIndex
+from ._binding import AclBinding, AclBindingFilter
+from ._enums import SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourceType, parse_enum
+from ._errors import AuthorizerNotReadyError, InvalidAclError, UnknownAclError
+from ._index import ALLOWED_BY_ACL, DENIED_BY_ACL, DENY_TEST, GRANT, NO_ACLS, AclIndex
+from ._settings import DEFAULT_SETTINGS, AuthorizerSettings
 
 __all__ = [
     "AclId",
     "AuthorizationResult",
-    "AuthorizerNotReadyError",
     "Decision",
     "Rule",
     "StandardAuthorizer",
@@ -61,14 +62,10 @@ __all__ = [
 AclId = Hashable
 """An ACL's id: the ``uuid.UUID`` of its AccessControlEntryRecord (any hashable value is accepted)."""
 
-SUPER_USERS_CONFIG = "super.users"
-ALLOW_EVERYONE_CONFIG = "allow.everyone.if.no.acl.found"
-NODE_ID_CONFIG = "node.id"
 PROBE_RESOURCE_NAME = "hardcode"
 """The LITERAL name Kafka's default ``authorizeByResourceType`` probes first (§2.7 step 2)."""
 
 _OPTIMISTIC_TRIES = 4  # seqlock attempts before a reader falls back to the writers' lock
-_JAVA_WHITESPACE = "".join(chr(c) for c in range(33))  # what Java's String.trim() removes
 _T = TypeVar("_T")
 
 
@@ -79,12 +76,6 @@ class AuthorizationResult(enum.Enum):
 
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED
-
-
-class AuthorizerNotReadyError(RuntimeError):
-    """Kafka's retriable AuthorizerNotReadyException: the initial ACL load has not completed (§4.5).
-
-    On the wire it becomes UNKNOWN_SERVER_ERROR (-1): Kafka has no AUTHORIZER_NOT_READY code (§1.7)."""
 
 
 class Rule(enum.StrEnum):
@@ -113,30 +104,6 @@ class Decision:
         return self.result is ALLOWED
 
 
-def _java_trim(value: str) -> str:
-    return value.strip(_JAVA_WHITESPACE)
-
-
-def parse_super_users(value: object) -> frozenset[str]:
-    """§2.2 item 1: split on ``;``, trim, drop empties; every piece needs a colon. Kept as strings."""
-    if value is None:
-        return frozenset()
-    users = set()
-    for piece in str(value).split(";"):
-        piece = _java_trim(piece)
-        if not piece:
-            continue
-        if ":" not in piece:
-            raise ValueError(f"expected a string in format principalType:principalName but got {piece}")
-        users.add(piece)
-    return frozenset(users)
-
-
-def parse_allow_everyone(value: object) -> bool:
-    """§2.2 item 2: Java's ``Boolean.parseBoolean`` of the trimmed value; absent means false."""
-    return value is not None and _java_trim(str(value)).lower() == "true"
-
-
 def _code_table(cls: type[enum.IntEnum], exclude: tuple[enum.IntEnum, ...] = ()) -> dict[object, int]:
     table: dict[object, int] = {}
     for member in cls:
@@ -162,31 +129,33 @@ def _type_code(value: object) -> int:
         return code
     resource_type = parse_enum(ResourceType, value)
     if resource_type is ResourceType.ANY:
-        raise ValueError("an action's resource type cannot be ANY")
+        raise InvalidAclError("an action's resource type cannot be ANY")
     return int(resource_type)
 
 
 def _check_literal(pattern_type: object) -> None:
     if pattern_type is not _LITERAL and parse_enum(PatternType, pattern_type) is not _LITERAL:
-        raise ValueError(f"only LITERAL resource patterns can be authorized, not {pattern_type}")
+        raise InvalidAclError(f"only LITERAL resource patterns can be authorized, not {pattern_type}")
 
 
 class StandardAuthorizer:
     """Kafka's StandardAuthorizer semantics over an in-memory ACL index. Thread-safe; readers do not lock
     (unless a read keeps colliding with a burst of changes, see ``_read``)."""
 
-    def __init__(self, config: Mapping[str, object] | None = None) -> None:
-        config = config or {}
-        self.super_users: frozenset[str] = parse_super_users(config.get(SUPER_USERS_CONFIG))
-        self.allow_everyone_if_no_acl_found: bool = parse_allow_everyone(config.get(ALLOW_EVERYONE_CONFIG))
-        try:
-            self.node_id = int(_java_trim(str(config.get(NODE_ID_CONFIG, -1))))
-        except ValueError:
-            self.node_id = -1
+    def __init__(self, settings: AuthorizerSettings = DEFAULT_SETTINGS) -> None:
+        self.settings = settings
+        self.super_users: frozenset[str] = settings.super_users
+        self.allow_everyone_if_no_acl_found: bool = settings.allow_everyone_if_no_acl_found
+        self.node_id: int = settings.node_id
         self._default = ALLOWED if self.allow_everyone_if_no_acl_found else DENIED
         self._index = AclIndex()
         self._ready = False
         self._lock = threading.Lock()  # serialises writers; readers use the index's sequence counter
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> StandardAuthorizer:
+        """An authorizer configured from Kafka's property strings (see ``AuthorizerSettings.from_config``)."""
+        return cls(AuthorizerSettings.from_config(config))
 
     # --- readiness and changes -------------------------------------------------------------------
 
@@ -219,7 +188,7 @@ class StandardAuthorizer:
         with self._lock:
             index = self._index
             if acl_id not in index.by_id:
-                raise KeyError(f"no ACL with id {acl_id!r}")
+                raise UnknownAclError(f"no ACL with id {acl_id!r}")
             index.version += 1
             try:
                 acl = index.delete(acl_id)
@@ -382,9 +351,9 @@ class StandardAuthorizer:
         op = parse_enum(AclOperation, operation)
         rt = parse_enum(ResourceType, resource_type)
         if rt is ResourceType.ANY or rt is ResourceType.UNKNOWN:
-            raise ValueError(f"authorize_by_resource_type needs a concrete resource type, not {rt.name}")
+            raise InvalidAclError(f"authorize_by_resource_type needs a concrete resource type, not {rt.name}")
         if op is AclOperation.ANY or op is AclOperation.UNKNOWN:
-            raise ValueError(f"authorize_by_resource_type needs a concrete operation, not {op.name}")
+            raise InvalidAclError(f"authorize_by_resource_type needs a concrete operation, not {op.name}")
         if principal in self.super_users:
             return ALLOWED
         if not self._ready:

@@ -32,8 +32,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 
-from .binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
-from .enums import AclOperation, AclPermissionType, PatternType
+from ._binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
+from ._enums import AclOperation, AclPermissionType, PatternType
 
 __all__ = ["ByTypeIndex"]
 
