@@ -11,11 +11,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol
 
+from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.configs.catalog import ConfigError
-from ksteward.controller.acls import AclControlManager
+from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
+from ksteward.controller.result import ApiError
 from ksteward.controller.scram import alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -100,23 +102,17 @@ class Controller:
             await self.writer.append(list(records))
         return errors
 
-    async def create_acls(self, creations: Any, api_version: int) -> list[dict[str, Any]]:
-        before = self.writer.latest.acls
-        records, results = self.acls.create_acls(before, creations, api_version)
-        if records:
-            durable = self.writer.append(records)
-            self.acls.observe(before, self.writer.latest.acls, records)
-            await durable
-        return results
+    async def create_acls(self, creations: Sequence[AclBinding]) -> list[ApiError]:
+        result = self.acls.create_acls(self.writer.latest, creations)
+        if result.records:
+            await self.writer.append(list(result.records))
+        return result.response
 
-    async def delete_acls(self, filters: Any) -> list[dict[str, Any]]:
-        before = self.writer.latest.acls
-        records, results = self.acls.delete_acls(before, filters)
-        if records:
-            durable = self.writer.append(records)
-            self.acls.observe(before, self.writer.latest.acls, records)
-            await durable
-        return results
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeletionResult]:
+        result = self.acls.delete_acls(self.writer.latest, filters)
+        if result.records:
+            await self.writer.append(list(result.records))
+        return result.response
 
     async def alter_client_quotas(
         self, alterations: Sequence[QuotaAlteration], *, validate_only: bool

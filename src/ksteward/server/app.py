@@ -27,7 +27,6 @@ from ksteward.broker.context import ApiTable
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
-from ksteward.controller.acls import binding_of
 from ksteward.controller.configs import ConfigControlManager
 from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
@@ -35,7 +34,7 @@ from ksteward.controller.quorum import Controller
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
-from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.image import MetadataImage, acl_binding
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.metadata.records import (
@@ -436,7 +435,7 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
     """The record as a binding; None (logged) for codes no binding can hold, such as ANY in a
     foreign log. CreateAcls never writes those, and such an ACL could never match a request."""
     try:
-        return binding_of(record)
+        return acl_binding(record)
     except ValueError as exc:
         log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
         return None
