@@ -1,5 +1,7 @@
 """``AclBinding`` (one stored ACL) and ``AclBindingFilter`` (what DescribeAcls and DeleteAcls match with).
 
+Section signs (§) refer to ``docs/authorizer.md``.
+
 Both are flat, frozen, slotted dataclasses: Kafka's ``ResourcePattern`` + ``AccessControlEntry`` pair in
 one object, because a million of them may be held at once. Enum fields accept the names of §1 or the
 members (or int wire codes, so a metadata record converts directly)::
@@ -10,7 +12,7 @@ members (or int wire codes, so a metadata record converts directly)::
     >>> AclBindingFilter(resource_type="TOPIC", resource_name="orders-1", pattern_type="MATCH").matches(b)
 
 An ``AclBinding`` is Kafka's: its resource type may not be ANY, its pattern type not ANY or MATCH, its
-operation and permission not ANY (``ValueError``, where Kafka throws IllegalArgumentException). UNKNOWN
+operation and permission not ANY (``InvalidAclError``, where Kafka throws IllegalArgumentException). UNKNOWN
 is accepted, as Kafka accepts it; whether an ACL is valid for creation is CreateAcls' job (§3.3).
 
 The three strings of a binding are interned (``sys.intern``), so a million ACLs share one copy of each

@@ -1,4 +1,4 @@
-"""The index behind ``authorize_by_resource_type`` (§2.7), so it need not scan every ACL as Kafka does.
+"""The index behind ``authorize_by_resource_type`` (``docs/authorizer.md`` §2.7): no scan of every ACL, as Kafka does.
 
 Kafka's default method keeps, from all ACLs of the resource type, those whose host is the client's or
 ``*``, whose principal is the caller's or ``User:*`` and whose operation is the requested one or ALL

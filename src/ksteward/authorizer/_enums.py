@@ -1,4 +1,4 @@
-"""Kafka's ACL enumerations with their wire codes (``spec/authorizer.md`` §1).
+"""Kafka's ACL enumerations with their wire codes (``docs/authorizer.md`` §1).
 
 Each enum is an :class:`enum.IntEnum` whose values are the int8 codes of the wire protocol and of the
 metadata records, so a member can be written into a record as is and a record's code read back with
@@ -24,7 +24,7 @@ Parsing rules (§1.5):
 
 :func:`parse_enum` is the stricter conversion used by :class:`~ksteward.authorizer.AclBinding`, the filters
 and ``authorize``: it accepts a member, an int code, a ``from_string`` name or a display name, and raises
-``ValueError`` for a string it does not recognise instead of silently answering UNKNOWN.
+``InvalidAclError`` (a ``ValueError``) for a string it does not recognise instead of silently answering UNKNOWN.
 
 ``SUPPORTED_OPERATIONS`` is §1.6: the operations that count in the authorized-operations bitfields of
 Metadata and DescribeCluster. It does not validate ACLs: CreateAcls accepts any operation on any type.
@@ -236,7 +236,7 @@ def parse_enum(cls: type[_E], value: object) -> _E:
     """``value`` (a member, an int code, a name or a display name) as a member of ``cls``.
 
     Names follow ``from_string`` (case-insensitive except for PatternType) or ``from_display_name``.
-    Unknown int codes give UNKNOWN, as ``from_code`` does; an unrecognised string raises ``ValueError``.
+    Unknown int codes give UNKNOWN, as ``from_code`` does; an unrecognised string raises ``InvalidAclError``.
     """
     if type(value) is cls:
         return value

@@ -7,7 +7,8 @@
     └── AuthorizerNotReadyError          a decision asked before the initial ACL load completed
 
 The built-in bases stay, so ``except ValueError`` and ``except KeyError`` keep working. A value handed in
-with the wrong Python type (an int where a principal string belongs) is still a plain ``TypeError``.
+with the wrong Python type (an int where a principal string belongs) is still a plain ``TypeError``, and the
+audit writer's misuse (a non-positive ``max_bytes``, a write after ``close``) a plain ``ValueError``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ACL index behind ``authorize`` (§2.3-2.4, §6.1) and its publication rule.
+"""The ACL index behind ``authorize`` (``docs/authorizer.md`` §2.3-2.4, §6.1) and its publication rule.
 
 Layout, per resource type (a :class:`_Section`)::
 
@@ -160,7 +160,7 @@ class AclIndex:
 
     @classmethod
     def build(cls, acls: Iterable[tuple[Hashable, AclBinding]], offset: int = -1) -> AclIndex:
-        """A fresh index holding exactly ``acls``; ValueError on a repeated id or 7-tuple."""
+        """A fresh index holding exactly ``acls``; InvalidAclError on a repeated id or 7-tuple."""
         index = cls()
         index.offset = offset
         index.by_type.start_build()

@@ -1,8 +1,9 @@
-"""``StandardAuthorizer``: Kafka 4.x's KRaft authorizer (``spec/authorizer.md`` §2, §4.4-4.5) as a library.
+"""``StandardAuthorizer``: Kafka 4.x's KRaft authorizer (``docs/authorizer.md`` §2, §4.4-4.5) as a library.
 
 ::
 
-    auth = StandardAuthorizer({"super.users": "User:admin;User:ops", "allow.everyone.if.no.acl.found": "false"})
+    auth = StandardAuthorizer(AuthorizerSettings(super_users=frozenset({"User:admin", "User:ops"})))
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin;User:ops"})   # Kafka's property strings
     auth.load_snapshot({acl_id: binding, ...})          # or add_acl(...) then complete_initial_load()
     auth.authorize(principal="User:bob", host="10.0.0.1", operation="READ",
                    resource_type="TOPIC", resource_name="orders")          # AuthorizationResult.ALLOWED / DENIED
@@ -12,8 +13,9 @@
 
 Inputs. ``principal`` is the session principal as ``"Type:name"`` (``User:alice``); ``host`` is the client
 address in Java's text form (IPv6 uncompressed, §2.1); enum arguments take the names of §1 or the members.
-Configuration keys (§2.2): ``super.users``, ``allow.everyone.if.no.acl.found``, ``node.id``; other keys are
-ignored, and a malformed ``super.users`` raises ``ValueError``.
+Settings (§2.2) are an ``AuthorizerSettings``; ``from_config`` reads ``super.users``,
+``allow.everyone.if.no.acl.found`` and ``node.id`` from Kafka's strings (``InvalidConfigError`` for a malformed
+``super.users``).
 
 Decisions follow §2.3 step by step: super users first (even before the initial load), then readiness
 (:class:`AuthorizerNotReadyError`), then the ACLs whose pattern matches the resource; any applicable DENY
@@ -23,13 +25,13 @@ Kafka's snapshot are not copied (§2.6): a stored principal without a colon neve
 a session principal ``User:*`` is an ordinary principal.
 
 ``authorize_by_resource_type`` gives the answers of Kafka's default method (probe on ``hardcode``, then the
-domination rules of §2.7) from an index instead of a scan; see ``by_type.py``.
+domination rules of §2.7) from an index instead of a scan; see ``_by_type.py``.
 
 Identity and changes. ACLs are keyed by an id (the metadata record's ``uuid.UUID``, or any hashable).
 ``add_acl`` and ``load_snapshot`` store what they are given, as Kafka's ``addAcl`` does: the 7-tuple must be
-unique across ids (``ValueError``), and ``remove_acl`` of an unknown id raises ``KeyError``. Each change is
+unique across ids (``InvalidAclError``), and ``remove_acl`` of an unknown id raises ``UnknownAclError``. Each change is
 O(1) dict work plus one O(log n) sorted insert; ``load_snapshot`` builds a new index aside and swaps it in.
-Readers do not block and never act on a half-applied change (see ``index.py``), and one call sees one state.
+Readers do not block and never act on a half-applied change (see ``_index.py``), and one call sees one state.
 
 ``offset=`` on the changes records the metadata offset of the ACL image; decisions report it
 (``Decision.image_offset``) so an audit line names the image that decided.
@@ -171,7 +173,7 @@ class StandardAuthorizer:
             self._ready = True
 
     def add_acl(self, acl_id: AclId, acl: AclBinding, *, offset: int | None = None) -> None:
-        """Store ``acl`` under ``acl_id``. ValueError if the id exists or the 7-tuple is stored under another id."""
+        """Store ``acl`` under ``acl_id``; InvalidAclError if the id exists or the 7-tuple is stored under another."""
         with self._lock:
             index = self._index
             index.check_new(acl_id, acl)
@@ -184,7 +186,7 @@ class StandardAuthorizer:
                 index.version += 1
 
     def remove_acl(self, acl_id: AclId, *, offset: int | None = None) -> AclBinding:
-        """Remove and return the ACL stored under ``acl_id``; KeyError if there is none."""
+        """Remove and return the ACL stored under ``acl_id``; UnknownAclError if there is none."""
         with self._lock:
             index = self._index
             if acl_id not in index.by_id:
@@ -207,7 +209,7 @@ class StandardAuthorizer:
         """Replace every ACL with ``acls`` at once and complete the initial load.
 
         The new index is built aside and published by one reference swap, so a concurrent reader sees
-        either the old ACLs or the new ones. A repeated 7-tuple raises ValueError and publishes nothing."""
+        either the old ACLs or the new ones. A repeated 7-tuple raises InvalidAclError and publishes nothing."""
         items = acls.items() if isinstance(acls, Mapping) else acls
         with self._lock:
             index = AclIndex.build(items, self._index.offset if offset is None else offset)
@@ -226,7 +228,7 @@ class StandardAuthorizer:
     # --- reads -----------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[AclIndex], _T]) -> _T:
-        """Run ``fn`` on one complete ACL state: retry if a change overlapped it (see ``index.py``).
+        """Run ``fn`` on one complete ACL state: retry if a change overlapped it (see ``_index.py``).
 
         A read that keeps overlapping changes (a long read during a burst of them) takes the writers' lock
         after ``_OPTIMISTIC_TRIES`` attempts, so it cannot starve."""
@@ -256,7 +258,7 @@ class StandardAuthorizer:
         resource_name: str,
         pattern_type: PatternType | str = _LITERAL,
     ) -> AuthorizationResult:
-        """§2.3 for one action. ValueError for a non-LITERAL pattern; AuthorizerNotReadyError before the load."""
+        """§2.3 for one action. InvalidAclError for a non-LITERAL pattern; AuthorizerNotReadyError before the load."""
         if pattern_type is not _LITERAL:
             _check_literal(pattern_type)
         if principal in self.super_users:
@@ -346,7 +348,7 @@ class StandardAuthorizer:
     ) -> AuthorizationResult:
         """§2.7: is the caller allowed ``operation`` on at least one resource of this type?
 
-        ValueError for an ANY or UNKNOWN type or operation; then the probe on LITERAL ``hardcode`` with every
+        InvalidAclError for an ANY or UNKNOWN type or operation; then the probe on LITERAL ``hardcode`` with every
         rule of §2.3 (super users, readiness, implication, the default); then the domination rules."""
         op = parse_enum(AclOperation, operation)
         rt = parse_enum(ResourceType, resource_type)

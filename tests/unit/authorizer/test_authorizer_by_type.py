@@ -1,4 +1,4 @@
-"""authorize_by_resource_type (spec/authorizer.md §2.7), including the BaseAuthorizerTest examples."""
+"""authorize_by_resource_type (docs/authorizer.md §2.7), including the BaseAuthorizerTest examples."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Publication (spec/authorizer.md §4.4): readers never see half a snapshot or half a change.
+"""Publication (docs/authorizer.md §4.4): readers never see half a snapshot or half a change.
 
 A writer thread swaps or changes the ACLs as fast as it can while a reader thread hammers the read API
 with a tiny GIL switch interval, so the threads interleave inside single calls. Every answer must be one

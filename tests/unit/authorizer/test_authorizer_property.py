@@ -1,4 +1,4 @@
-"""The indexed authorizer against a brute-force reference written straight from spec/authorizer.md §2-§3.
+"""The indexed authorizer against a brute-force reference written straight from docs/authorizer.md §2-§3.
 
 The reference is a plain loop over every stored ACL, one function per rule, with no index and no bit
 masks. Small alphabets (names, principals, hosts) make patterns, wildcards and prefixes collide often.

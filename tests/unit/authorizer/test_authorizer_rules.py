@@ -1,4 +1,4 @@
-"""StandardAuthorizer: every rule of spec/authorizer.md §2.2-§2.6, readiness (§4.5) and ACL changes (§4.4)."""
+"""StandardAuthorizer: every rule of docs/authorizer.md §2.2-§2.6, readiness (§4.5) and ACL changes (§4.4)."""
 
 from __future__ import annotations
 
