@@ -23,7 +23,7 @@ A query therefore costs O(groups + dominating prefixes met + names denied across
 not O(ACLs of the type). Updates are O(log n): a set insert plus a bisect-insert into a block of at most
 ``_SortedStrs.LOAD * 2`` names.
 
-The structures are mutated in place; :class:`~ksteward.authorizer.index.AclIndex`'s sequence counter is
+The structures are mutated in place; :class:`~ksteward.authorizer._index.AclIndex`'s sequence counter is
 what keeps readers from acting on a half-applied change.
 """
 

@@ -1,6 +1,6 @@
 """The DataFrame schemas the readers produce and the jobs consume: the pipeline's one contract.
 
-Enum-valued columns hold the upper-case names of ``ksteward.authorizer.enums`` (``TOPIC``, ``READ``,
+Enum-valued columns hold the upper-case names of the ``ksteward.authorizer`` enums (``TOPIC``, ``READ``,
 ``DESCRIBE_CONFIGS``, ``LITERAL``, ``PREFIXED``, ``ALLOW``, ``DENY``), whatever the source format spelled;
 principals keep Kafka's ``Type:name`` form (``User:alice``).
 """
