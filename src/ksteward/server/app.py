@@ -233,11 +233,10 @@ class Server:
             )
         except ValueError as exc:
             raise StartupError(f"authorizer: {exc}") from None
-        bindings = []
-        for acl_id, record in image.acls.items():
-            binding = _binding_or_none(record)
-            if binding is not None:
-                bindings.append((acl_id, binding))
+        # The image's ACL section holds every ACL as a binding already: share those, convert nothing.
+        bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
+        if len(bindings) < len(image.acls):
+            log.warning("ignoring %d ACLs that cannot be evaluated", len(image.acls) - len(bindings))
         self._authorizer.load_snapshot(bindings, offset=image.offset)
         audit_dir = cfg.static.get("audit.log.dir", "").strip()
         if audit_dir:
