@@ -198,7 +198,7 @@ def run_layout(layout: Layout, quick: bool) -> dict[str, Any]:
     acls = build_layout(layout)
     pairs = [(uuid.uuid4(), acl) for acl in acls]
     built = time.perf_counter()
-    auth = StandardAuthorizer({"super.users": "User:admin"})
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin"})
     auth.load_snapshot(pairs)
     loaded = time.perf_counter()
     del pairs

@@ -239,7 +239,7 @@ def naive_udf(spark: SparkSession, acls: list[tuple[str, ...]]) -> Any:
         if auth is None:
             from ksteward.authorizer import AclBinding, StandardAuthorizer
 
-            auth = StandardAuthorizer({})
+            auth = StandardAuthorizer()
             auth.load_snapshot({row[0]: AclBinding(*row[1:]) for row in shared.value})
             built["auth"] = auth
         decision = auth.authorize_with_reason(principal, host, operation, resource_type, name)

@@ -1,4 +1,4 @@
-"""CreateAcls / DeleteAcls / DescribeAcls validation on the wire, layer by layer (authorizer spec §3).
+"""CreateAcls / DeleteAcls / DescribeAcls validation on the wire, layer by layer (docs/authorizer.md §3).
 
 Raw requests, because real clients validate some of these before sending: each layer must answer
 with its own error code and message, per element, in request order.
@@ -13,7 +13,8 @@ import pytest
 from harness import KstewardServer
 from rawkafka import ConnectionClosed, RawConnection, connect
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+from ksteward.protocol.apis import ApiKey
+
 ALLOW, DENY, READ, TOPIC, CLUSTER, LITERAL, PREFIXED = 3, 2, 3, 2, 4, 3, 4
 
 
@@ -60,7 +61,7 @@ def admin(server: KstewardServer) -> Iterator[RawConnection]:
 
 
 def results(conn: RawConnection, creations: list[dict[str, Any]], version: int = 3) -> list[tuple[int, str | None]]:
-    body = conn.request(CREATE_ACLS, version, {"creations": creations}).body
+    body = conn.request(ApiKey.CREATE_ACLS, version, {"creations": creations}).body
     return [(int(r.error_code), r.error_message) for r in body.results]
 
 
@@ -100,7 +101,7 @@ def test_any_or_match_where_a_value_is_needed_fails_the_whole_request(admin: Raw
 def test_a_raw_unknown_code_closes_the_connection(server: KstewardServer) -> None:
     with connect(server.address) as conn:
         conn.sasl_plain("admin", "admin-secret")
-        conn.send_request(CREATE_ACLS, 3, {"creations": [creation(operation=0)]})
+        conn.send_request(ApiKey.CREATE_ACLS, 3, {"creations": [creation(operation=0)]})
         with pytest.raises(ConnectionClosed):
             conn.read_frame()
     with connect(server.address) as conn:  # the server itself carries on
@@ -111,13 +112,13 @@ def test_more_than_10000_new_acls_is_refused_whole(admin: RawConnection) -> None
     many = [creation(resource_name=f"t{i}") for i in range(10_001)]
     got = results(admin, many)
     assert set(got) == {(44, "Unable to perform excessively large batch operation.")}
-    body = admin.request(DESCRIBE_ACLS, 3, acl_filter(resource_name_filter="t0", pattern_type_filter=1)).body
+    body = admin.request(ApiKey.DESCRIBE_ACLS, 3, acl_filter(resource_name_filter="t0", pattern_type_filter=1)).body
     assert list(body.resources) == []
 
 
 def test_delete_filter_validation(admin: RawConnection) -> None:
     body = admin.request(
-        DELETE_ACLS,
+        ApiKey.DELETE_ACLS,
         3,
         {
             "filters": [
@@ -137,10 +138,10 @@ def test_delete_filter_validation(admin: RawConnection) -> None:
 def test_no_authorizer_means_security_disabled(server_factory) -> None:  # type: ignore[no-untyped-def]
     plain = server_factory("server").start()
     with connect(plain.address) as conn:
-        describe = conn.request(DESCRIBE_ACLS, 2, acl_filter()).body
+        describe = conn.request(ApiKey.DESCRIBE_ACLS, 2, acl_filter()).body
         assert (int(describe.error_code), describe.error_message) == (54, "No Authorizer is configured on the broker")
         assert results(conn, [creation()], version=2) == [(54, "No Authorizer is configured.")]
-        delete = conn.request(DELETE_ACLS, 1, {"filters": [acl_filter()]}).body
+        delete = conn.request(ApiKey.DELETE_ACLS, 1, {"filters": [acl_filter()]}).body
         assert [int(r.error_code) for r in delete.filter_results] == [54]
 
 
@@ -148,9 +149,9 @@ def test_no_authorizer_means_security_disabled(server_factory) -> None:  # type:
 def test_every_served_version_round_trips(admin: RawConnection, version: int) -> None:
     name = f"v{version}-topic"
     assert results(admin, [creation(resource_name=name, resource_pattern_type=PREFIXED)], version) == [(0, None)]
-    body = admin.request(DESCRIBE_ACLS, version, acl_filter(resource_name_filter=name)).body
+    body = admin.request(ApiKey.DESCRIBE_ACLS, version, acl_filter(resource_name_filter=name)).body
     assert [(r.resource_name, int(r.pattern_type), len(r.acls)) for r in body.resources] == [(name, PREFIXED, 1)]
-    deleted = admin.request(DELETE_ACLS, version, {"filters": [acl_filter(resource_name_filter=name)]}).body
+    deleted = admin.request(ApiKey.DELETE_ACLS, version, {"filters": [acl_filter(resource_name_filter=name)]}).body
     assert [len(r.matching_acls) for r in deleted.filter_results] == [1]
 
 

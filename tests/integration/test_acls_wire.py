@@ -2,7 +2,7 @@
 
 alice (an ordinary PLAIN user) is denied DescribeAcls until the super user admin grants her
 DESCRIBE on the cluster, and denied again once the grant is deleted. ACLs survive restarts and
-snapshots. Describe filters return exactly what authorizer spec §3.4 lists.
+snapshots. Describe filters return exactly what docs/authorizer.md §3.4 lists.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def test_non_super_user_cannot_create_or_delete(acl_server: KstewardServer, clie
     assert acl not in c.describe(ADMIN, EVERYTHING)
 
 
-# The example set of authorizer spec §3.4.
+# The example set of docs/authorizer.md §3.4.
 A0: Acl = ("TOPIC", "foo-1", "LITERAL", "User:alice", "*", "READ", "ALLOW")
 A1: Acl = ("TOPIC", "foo-1", "LITERAL", "User:alice", "192.168.0.1", "WRITE", "ALLOW")
 A2: Acl = ("TOPIC", "bar-1", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")

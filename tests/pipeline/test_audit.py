@@ -150,11 +150,7 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
 
 
 def _library(acls: list[tuple[str, ...]], settings: AuthorizerSettings) -> StandardAuthorizer:
-    config = {
-        "super.users": ";".join(sorted(settings.super_users)),
-        "allow.everyone.if.no.acl.found": str(settings.allow_everyone_if_no_acl_found).lower(),
-    }
-    auth = StandardAuthorizer(config)
+    auth = StandardAuthorizer(settings)
     auth.load_snapshot({row[0]: AclBinding(*row[1:]) for row in acls})
     return auth
 

@@ -28,7 +28,7 @@ def local(moment: datetime.datetime) -> datetime.datetime:
 
 
 def ksteward_lines() -> list[str]:
-    auth = StandardAuthorizer({"super.users": "User:admin"})
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin"})
     auth.load_snapshot({ACL_ID: AclBinding("TOPIC", "ord", "PREFIXED", "User:bob", "*", "WRITE", "ALLOW")}, offset=42)
     out = []
     for principal, operation in (("User:bob", "WRITE"), ("User:eve", "READ"), ("User:admin", "ALTER_CONFIGS")):

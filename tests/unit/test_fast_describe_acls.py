@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import encode_response, response_class
 from ksteward.protocol.fast_describe_acls import encode_describe_acls_response
@@ -40,6 +41,7 @@ def test_byte_identical_to_kio(
             for rt, name, pt, acls in resources
         ],
     }
-    expected = encode_response(29, version, correlation_id, build(response_class(29, version), values))
+    response = build(response_class(ApiKey.DESCRIBE_ACLS, version), values)
+    expected = encode_response(ApiKey.DESCRIBE_ACLS, version, correlation_id, response)
     actual = encode_describe_acls_response(version, correlation_id, int(error), message, resources)
     assert actual == expected

@@ -258,8 +258,8 @@ def test_sections_are_copied_once_per_delta(monkeypatch: pytest.MonkeyPatch) -> 
         delta.replay(PartitionChangeRecordV0(partition_id=p, topic_id=T1, isr=(1,)))
     image = delta.apply(offset=500)
     assert len(image.acls) == 150
-    # acls once, topics by id and by name once each, topic a's partitions once.
-    assert sorted(copies) == sorted([50, 1, 1, 5])
+    # acls once (its records and its 7-tuple index), topics by id and by name once each, topic a's partitions once.
+    assert sorted(copies) == sorted([50, 50, 1, 1, 5])
 
 
 def test_image_sections_are_read_only() -> None:
@@ -499,7 +499,7 @@ def test_log_replay_copies_each_section_once(tmp_path: Path, monkeypatch: pytest
     image, log = load(tmp_path, LOGGER)
     log.close()
     assert len(image.acls) == 300 and image.offset == 299 and image.timestamp_ms == 299
-    assert copies == [0]
+    assert copies == [0, 0]  # the ACL records and their 7-tuple index, once each
 
 
 def test_topic_removed_and_recreated_within_one_delta() -> None:

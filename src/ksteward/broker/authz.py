@@ -7,12 +7,9 @@ the metadata offset of the ACL image that was consulted.
 
 from __future__ import annotations
 
-from ksteward.authorizer import AuditEvent, AuthorizationResult
-from ksteward.authorizer.enums import SUPPORTED_OPERATIONS, AclOperation, ResourceType
+from ksteward.authorizer import SUPPORTED_OPERATIONS, AclOperation, AuditEvent, AuthorizationResult, ResourceType
 from ksteward.broker.context import Node, RequestContext
 from ksteward.protocol.apis import api_name
-
-CLUSTER_NAME = "kafka-cluster"
 
 
 def authorize(

@@ -11,8 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.broker.authz import CLUSTER_NAME, authorize, authorized_operations
+from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ksteward.broker.authz import authorize, authorized_operations
 from ksteward.broker.context import Node, RequestContext
 from ksteward.metadata.image import MetadataImage
 from ksteward.protocol.apis import ApiKey

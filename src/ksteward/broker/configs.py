@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.broker.loggers import alter_logger_levels, logger_levels
 from ksteward.configs.alter import (

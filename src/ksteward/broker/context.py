@@ -10,8 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ksteward.authorizer import StandardAuthorizer
-from ksteward.authorizer.audit import AuditLogWriter
+from ksteward.authorizer import AuditLogWriter, StandardAuthorizer
 from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage

@@ -19,8 +19,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.quotas import CLIENT_ID, IP, USER, QuotaAlteration
 from ksteward.metadata.image import QuotaEntity

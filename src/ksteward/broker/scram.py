@@ -11,7 +11,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.authorizer import CLUSTER_NAME
+from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Collection, Set
 from typing import Any
 
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.broker.authz import CLUSTER_NAME, authorize
+from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
+from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.mutation_quota import MutationQuotaRecorder
 from ksteward.controller.topic_requests import NameFilter, NewPartitions, NewTopic, TopicRef

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from ksteward.controller.acls import AclControlManager
+from ksteward.authorizer import AclBinding, AclBindingFilter
+from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.mutation_quota import MutationQuotas
@@ -105,23 +106,11 @@ class Controller:
         batch, none with ``validate_only``."""
         return await self._commit(self.configs.alter(self.writer.latest, alterations), validate_only=validate_only)
 
-    async def create_acls(self, creations: Any, api_version: int) -> list[dict[str, Any]]:
-        before = self.writer.latest.acls
-        records, results = self.acls.create_acls(before, creations, api_version)
-        if records:
-            durable = self.writer.append(records)
-            self.acls.observe(before, self.writer.latest.acls, records)
-            await durable
-        return results
+    async def create_acls(self, creations: Sequence[AclBinding]) -> list[ApiError]:
+        return await self._commit(self.acls.create_acls(self.writer.latest, creations))
 
-    async def delete_acls(self, filters: Any) -> list[dict[str, Any]]:
-        before = self.writer.latest.acls
-        records, results = self.acls.delete_acls(before, filters)
-        if records:
-            durable = self.writer.append(records)
-            self.acls.observe(before, self.writer.latest.acls, records)
-            await durable
-        return results
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeletionResult]:
+        return await self._commit(self.acls.delete_acls(self.writer.latest, filters))
 
     async def alter_client_quotas(
         self, alterations: Sequence[QuotaAlteration], *, validate_only: bool

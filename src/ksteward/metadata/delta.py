@@ -14,8 +14,9 @@ Replay rules (Kafka's ``ConfigurationsDelta``, ``TopicsDelta`` and ``AclsDelta``
 value deletes the key and an emptied resource is dropped; RemoveTopicRecord drops the topic, its
 partitions and its TOPIC configs; a TopicRecord for an existing name or id, a PartitionRecord or
 PartitionChangeRecord for an unknown topic or partition, removing an unknown topic or ACL id, and
-adding a second ACL with an existing id are replay errors. Transaction markers, NoOpRecord and
-ZkMigrationStateRecord change nothing here (``loader`` implements metadata transactions).
+adding a second ACL with an existing id are replay errors. Each ACL record also updates the 7-tuple
+index ``AclsImage.by_binding``. Transaction markers, NoOpRecord and ZkMigrationStateRecord change nothing
+here (``loader`` implements metadata transactions).
 """
 
 from __future__ import annotations
@@ -28,15 +29,19 @@ from typing import Any, TypeVar
 
 from kio.static.primitive import i32
 
+from ksteward.authorizer import AclBinding
+
 from . import records as r
 from .image import (
     EMPTY_IMAGE,
+    AclsImage,
     ConfigResourceKey,
     MetadataImage,
     PartitionRegistration,
     QuotaEntity,
     TopicImage,
     TopicsImage,
+    acl_binding_or_none,
 )
 from .records.kafka_json import kafka_uuid
 
@@ -80,6 +85,7 @@ class MetadataDelta:
         self._quota_entries: dict[QuotaEntity, dict[str, float]] = {}
         self._producer_ids: int | None = None
         self._acls: dict[uuid.UUID | None, r.AccessControlEntryRecord] | None = None
+        self._acl_ids: dict[AclBinding, uuid.UUID | None] = {}  # the working copy of acls.by_binding
         self._scram: dict[tuple[int, str], r.UserScramCredentialRecord] | None = None
         self._tokens: dict[str, r.DelegationTokenRecord] | None = None
 
@@ -119,7 +125,7 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else _seal(self._configs, self._config_entries),
             client_quotas=base.client_quotas if self._quotas is None else _seal(self._quotas, self._quota_entries),
             producer_ids=base.producer_ids if self._producer_ids is None else self._producer_ids,
-            acls=base.acls if self._acls is None else MappingProxyType(self._acls),
+            acls=base.acls if self._acls is None else self._sealed_acls(self._acls),
             scram=base.scram if self._scram is None else MappingProxyType(self._scram),
             delegation_tokens=base.delegation_tokens if self._tokens is None else MappingProxyType(self._tokens),
         )
@@ -301,18 +307,31 @@ class MetadataDelta:
     def _producer_ids_record(self, record: r.ProducerIdsRecord) -> None:
         self._producer_ids = int(record.next_producer_id)
 
-    def _acl(self, record: r.AccessControlEntryRecord) -> None:
+    def _sealed_acls(self, acls: dict[uuid.UUID | None, r.AccessControlEntryRecord]) -> AclsImage:
+        return AclsImage(MappingProxyType(acls), MappingProxyType(self._acl_ids))
+
+    def _acls_copy(self) -> dict[uuid.UUID | None, r.AccessControlEntryRecord]:
         if self._acls is None:
-            self._acls = _copy(self.image.acls)
-        if record.id in self._acls:
+            self._acls = _copy(self.image.acls.records)
+            self._acl_ids = _copy(self.image.acls.by_binding)
+        return self._acls
+
+    def _acl(self, record: r.AccessControlEntryRecord) -> None:
+        acls = self._acls_copy()
+        if record.id in acls:
             raise MetadataReplayError(f"AccessControlEntryRecord with existing ACL id {kafka_uuid(record.id)}")
-        self._acls[record.id] = record
+        acls[record.id] = record
+        binding = acl_binding_or_none(record)
+        if binding is not None:
+            self._acl_ids.setdefault(binding, record.id)
 
     def _remove_acl(self, record: r.RemoveAccessControlEntryRecord) -> None:
-        if self._acls is None:
-            self._acls = _copy(self.image.acls)
-        if self._acls.pop(record.id, None) is None:
+        removed = self._acls_copy().pop(record.id, None)
+        if removed is None:
             raise MetadataReplayError(f"RemoveAccessControlEntryRecord for unknown ACL id {kafka_uuid(record.id)}")
+        binding = acl_binding_or_none(removed)
+        if binding is not None and self._acl_ids.get(binding) == record.id:
+            del self._acl_ids[binding]
 
     def _scram_credential(self, record: r.UserScramCredentialRecord | r.RemoveUserScramCredentialRecord) -> None:
         if self._scram is None:

@@ -18,6 +18,8 @@ from typing import Any, NamedTuple, cast
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i16, i32, i64
 
+from ksteward.authorizer import AclBinding, InvalidAclError
+
 from .records import (
     AccessControlEntryRecord,
     AnyPartitionChangeRecord,
@@ -156,6 +158,51 @@ class TopicsImage:
         return len(self.by_id)
 
 
+def acl_binding(record: AccessControlEntryRecord) -> AclBinding:
+    """The ACL a record holds, as the authorizer's binding. InvalidAclError for codes no binding can hold
+    (ANY or MATCH): CreateAcls never writes those, but a log written elsewhere might."""
+    return AclBinding(
+        record.resource_type,
+        record.resource_name,
+        record.pattern_type,
+        record.principal,
+        record.host,
+        record.operation,
+        record.permission_type,
+    )
+
+
+def acl_binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
+    try:
+        return acl_binding(record)
+    except InvalidAclError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
+    """The ACLs, as Kafka's ``AclsImage``: a read-only mapping of ACL id to its record (what a snapshot
+    writes back, byte for byte), with ``by_binding``, the id of each ACL keyed by its binding.
+
+    ``by_binding`` is the 7-tuple index: CreateAcls finds a duplicate in it, DeleteAcls scans it with its
+    filters, so the controller keeps no copy of its own. It lists the records in log order and leaves out
+    those no binding can hold (see :func:`acl_binding`); if a foreign log stores one 7-tuple under two ids,
+    the first id is the one indexed, as Kafka's authorizer refuses the second.
+    """
+
+    records: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=_empty)
+    by_binding: Mapping[AclBinding, uuid.UUID | None] = field(default_factory=_empty)
+
+    def __getitem__(self, acl_id: uuid.UUID | None) -> AccessControlEntryRecord:
+        return self.records[acl_id]
+
+    def __iter__(self) -> Iterator[uuid.UUID | None]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataImage:
     """The state after the record at ``offset`` (-1: nothing applied)."""
@@ -174,7 +221,7 @@ class MetadataImage:
     client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_empty)
     producer_ids: int = -1
     """The next producer id block start (ProducerIdsRecord.NextProducerId), -1 if none was assigned."""
-    acls: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=_empty)
+    acls: AclsImage = field(default_factory=AclsImage)
     scram: Mapping[tuple[int, str], UserScramCredentialRecord] = field(default_factory=_empty)
     """SCRAM credentials by (mechanism, user name)."""
     delegation_tokens: Mapping[str, DelegationTokenRecord] = field(default_factory=_empty)

@@ -62,6 +62,10 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from ksteward.authorizer import (
+    ALLOW_IMPLICATIONS,
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
     AclBinding,
     AclId,
     AclOperation,
@@ -72,7 +76,6 @@ from ksteward.authorizer import (
     StandardAuthorizer,
     acl_id_text,
 )
-from ksteward.authorizer.binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE
 
 from .schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
@@ -99,10 +102,8 @@ __all__ = [
 ]
 
 _ALL = int(AclOperation.ALL)
-_DESCRIBE = int(AclOperation.DESCRIBE)
-_DESCRIBE_CONFIGS = int(AclOperation.DESCRIBE_CONFIGS)
-_IMPLY_DESCRIBE = [int(o) for o in (AclOperation.READ, AclOperation.WRITE, AclOperation.DELETE, AclOperation.ALTER)]
-_ALTER_CONFIGS = int(AclOperation.ALTER_CONFIGS)
+# The library's one ALLOW-implication table, as (requested operation code, [implying operation codes]).
+_IMPLICATIONS = [(int(op), sorted(int(o) for o in implying)) for op, implying in sorted(ALLOW_IMPLICATIONS.items())]
 _ALLOW = int(AclPermissionType.ALLOW)
 _LITERAL = int(PatternType.LITERAL)
 
@@ -158,12 +159,7 @@ def acl_frame(spark: SparkSession, acls: Iterable[tuple[AclId, AclBinding]]) -> 
 
 def reference_authorizer(acls: Mapping[AclId, AclBinding], settings: AuthorizerSettings) -> StandardAuthorizer:
     """The library authorizer that ``decide`` equals: configured as ``settings``, loaded with ``acls``."""
-    auth = StandardAuthorizer(
-        {
-            "super.users": ";".join(sorted(settings.super_users)),
-            "allow.everyone.if.no.acl.found": str(settings.allow_everyone_if_no_acl_found).lower(),
-        }
-    )
+    auth = StandardAuthorizer(settings)
     auth.load_snapshot(acls)
     return auth
 
@@ -177,12 +173,10 @@ def enum_code(column: Column | str, table: dict[str, int], *, case_sensitive: bo
 
 def grants_operation(acl_op: Column, requested_op: Column) -> Column:
     """An ALLOW ACL of operation code ``acl_op`` grants ``requested_op`` (§1.3: ALL and the implications)."""
-    return (
-        (acl_op == _ALL)
-        | (acl_op == requested_op)
-        | ((requested_op == _DESCRIBE) & acl_op.isin(_IMPLY_DESCRIBE))
-        | ((requested_op == _DESCRIBE_CONFIGS) & (acl_op == _ALTER_CONFIGS))
-    )
+    granted = (acl_op == _ALL) | (acl_op == requested_op)
+    for requested, implying in _IMPLICATIONS:
+        granted = granted | ((requested_op == requested) & acl_op.isin(implying))
+    return granted
 
 
 def denies_operation(acl_op: Column, requested_op: Column) -> Column:

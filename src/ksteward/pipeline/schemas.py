@@ -1,14 +1,11 @@
 """The DataFrame schemas the readers produce and the jobs consume: the pipeline's one contract.
 
-Enum-valued columns hold the upper-case names of ``ksteward.authorizer.enums`` (``TOPIC``, ``READ``,
+Enum-valued columns hold the upper-case names of the ``ksteward.authorizer`` enums (``TOPIC``, ``READ``,
 ``DESCRIBE_CONFIGS``, ``LITERAL``, ``PREFIXED``, ``ALLOW``, ``DENY``), whatever the source format spelled;
 principals keep Kafka's ``Type:name`` form (``User:alice``).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pyspark.sql.types import (
     BooleanType,
@@ -21,8 +18,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-if TYPE_CHECKING:
-    from collections.abc import Mapping
+# The jobs take the authorizer's own typed settings (``AuthorizerSettings.from_config`` reads Kafka's strings).
+from ksteward.authorizer import AuthorizerSettings as AuthorizerSettings
 
 
 def _s(*fields: tuple[str, object, bool]) -> StructType:
@@ -97,21 +94,3 @@ DECISION_SCHEMA = _s(
     ("rule", StringType(), False),
     ("acl_id", StringType(), True),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class AuthorizerSettings:
-    """The two broker settings besides the ACLs that change a decision."""
-
-    super_users: frozenset[str] = frozenset()
-    allow_everyone_if_no_acl_found: bool = False
-
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> AuthorizerSettings:
-        """Read ``super.users`` and ``allow.everyone.if.no.acl.found`` as the StandardAuthorizer does."""
-        from ksteward.authorizer.standard import parse_allow_everyone, parse_super_users
-
-        return cls(
-            parse_super_users(props.get("super.users")),
-            parse_allow_everyone(props.get("allow.everyone.if.no.acl.found")),
-        )

@@ -19,13 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksteward.authorizer import AclBinding, StandardAuthorizer
-from ksteward.authorizer.audit import AuditLogWriter
+from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
-from ksteward.controller.acls import binding_of
 from ksteward.controller.active import Controller
 from ksteward.controller.cluster import BrokerRegistration
 from ksteward.controller.configs import ConfigControlManager
@@ -34,7 +32,7 @@ from ksteward.controller.result import ApiError
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
-from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.image import MetadataImage, acl_binding
 from ksteward.metadata.loader import load
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.metadata.records import (
@@ -219,7 +217,7 @@ class Server:
         if not cfg.authorizer_class_name:
             return
         try:
-            self._authorizer = StandardAuthorizer(
+            self._authorizer = StandardAuthorizer.from_config(
                 {
                     "super.users": cfg.static.get("super.users", ""),
                     "allow.everyone.if.no.acl.found": cfg.static.get("allow.everyone.if.no.acl.found", "false"),
@@ -227,11 +225,10 @@ class Server:
             )
         except ValueError as exc:
             raise StartupError(f"authorizer: {exc}") from None
-        bindings = []
-        for acl_id, record in image.acls.items():
-            binding = _binding_or_none(record)
-            if binding is not None:
-                bindings.append((acl_id, binding))
+        # The image's ACL section holds every ACL as a binding already: share those, convert nothing.
+        bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
+        if len(bindings) < len(image.acls):
+            log.warning("ignoring %d ACLs that cannot be evaluated", len(image.acls) - len(bindings))
         self._authorizer.load_snapshot(bindings, offset=image.offset)
         audit_dir = cfg.static.get("audit.log.dir", "").strip()
         if audit_dir:
@@ -390,7 +387,7 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
     """The record as a binding; None (logged) for codes no binding can hold, such as ANY in a
     foreign log. CreateAcls never writes those, and such an ACL could never match a request."""
     try:
-        return binding_of(record)
+        return acl_binding(record)
     except ValueError as exc:
         log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
         return None

@@ -11,6 +11,7 @@ import pytest
 
 from ksteward.authorizer import (
     AUDIT_EVENT_TYPE,
+    AUDIT_LIVE_FILE_NAME,
     AclBinding,
     AuditEvent,
     AuditLogWriter,
@@ -20,14 +21,13 @@ from ksteward.authorizer import (
     StandardAuthorizer,
     acl_id_text,
 )
-from ksteward.authorizer.audit import LIVE_FILE_NAME
 
 ACL_ID = uuid.UUID("6f1c2d3e-4a5b-4c6d-8e7f-0123456789ab")
 ALLOW_PREFIX = AclBinding("TOPIC", "ord", "PREFIXED", "User:bob", "*", "WRITE", "ALLOW")
 
 
 def authorizer() -> StandardAuthorizer:
-    auth = StandardAuthorizer({"super.users": "User:admin"})
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin"})
     auth.load_snapshot({ACL_ID: ALLOW_PREFIX}, offset=42)
     return auth
 
@@ -115,7 +115,7 @@ def test_event_rules_without_an_acl(principal: str, operation: str, granted: boo
 
 
 def test_event_for_the_allow_everyone_default() -> None:
-    auth = StandardAuthorizer({"allow.everyone.if.no.acl.found": "true"})
+    auth = StandardAuthorizer.from_config({"allow.everyone.if.no.acl.found": "true"})
     auth.complete_initial_load()
     doc = event(auth).to_dict()
     assert doc["data"]["ksteward"] == {"rule": "allow_everyone_default", "imageOffset": -1}
@@ -123,7 +123,7 @@ def test_event_for_the_allow_everyone_default() -> None:
 
 
 def test_event_escapes_and_encodes_names() -> None:
-    auth = StandardAuthorizer({"allow.everyone.if.no.acl.found": "true"})
+    auth = StandardAuthorizer.from_config({"allow.everyone.if.no.acl.found": "true"})
     auth.complete_initial_load()
     doc = event(auth, principal='User:"quote"\n', name="a/b c*ü").to_dict(cluster_id="c 1")
     assert doc["data"]["authenticationInfo"]["principal"] == 'User:"quote"\n'
@@ -150,7 +150,7 @@ def test_cluster_subject_is_the_service() -> None:
 
 def read_lines(directory: Path) -> list[dict]:
     lines = []
-    for path in [*sorted(directory.glob("audit-*.log")), directory / LIVE_FILE_NAME]:
+    for path in [*sorted(directory.glob("audit-*.log")), directory / AUDIT_LIVE_FILE_NAME]:
         lines += [json.loads(line) for line in path.read_text().splitlines()]
     return lines
 
@@ -159,7 +159,7 @@ def test_writer_buffers_until_flush(tmp_path: Path) -> None:
     auth = authorizer()
     with AuditLogWriter(tmp_path, max_bytes=1 << 20, flush_events=10_000, flush_interval=60) as writer:
         writer.write(event(auth))
-        assert (tmp_path / LIVE_FILE_NAME).read_text() == ""  # nothing rendered on the request path
+        assert (tmp_path / AUDIT_LIVE_FILE_NAME).read_text() == ""  # nothing rendered on the request path
         writer.flush()
         lines = read_lines(tmp_path)
         assert len(lines) == 1 and lines[0]["data"]["ksteward"]["rule"] == "acl"
@@ -191,7 +191,7 @@ def test_writer_rotates_by_size_and_keeps_order(tmp_path: Path) -> None:
                 writer.flush()
     rotated = sorted(tmp_path.glob("audit-*.log"))
     assert len(rotated) >= 6
-    for path in [*rotated, tmp_path / LIVE_FILE_NAME]:
+    for path in [*rotated, tmp_path / AUDIT_LIVE_FILE_NAME]:
         assert path.stat().st_size <= line_size * 3
     lines = read_lines(tmp_path)
     assert [line["time"] for line in lines] == sorted(line["time"] for line in lines)
@@ -208,12 +208,12 @@ def test_writer_max_files_and_reopen(tmp_path: Path) -> None:
     assert len(list(tmp_path.glob("audit-*.log"))) == 2
     with AuditLogWriter(tmp_path, max_bytes=line_size * 10) as writer:  # appends to the live file
         writer.write(event(auth))
-    assert len((tmp_path / LIVE_FILE_NAME).read_text().splitlines()) == 2
+    assert len((tmp_path / AUDIT_LIVE_FILE_NAME).read_text().splitlines()) == 2
 
 
 def test_background_thread_flushes_past_the_threshold(tmp_path: Path) -> None:
     auth = authorizer()
-    live = tmp_path / LIVE_FILE_NAME
+    live = tmp_path / AUDIT_LIVE_FILE_NAME
     writer = AuditLogWriter(tmp_path, max_bytes=1 << 20, flush_events=5, flush_interval=3600)
     try:
         for _ in range(4):

@@ -1,4 +1,4 @@
-"""Enums (spec/authorizer.md §1), AclBinding, and AclBindingFilter (§3.1) with the §3.4 examples."""
+"""Enums (docs/authorizer.md §1), AclBinding, and AclBindingFilter (§3.1) with the §3.4 examples."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from ksteward.authorizer import (
     PatternType,
     ResourceType,
     StandardAuthorizer,
+    parse_enum,
 )
-from ksteward.authorizer.enums import parse_enum
 
 Op, Perm, Pat, RT = AclOperation, AclPermissionType, PatternType, ResourceType
 

@@ -1,4 +1,4 @@
-"""authorize_by_resource_type (spec/authorizer.md §2.7), including the BaseAuthorizerTest examples."""
+"""authorize_by_resource_type (docs/authorizer.md §2.7), including the BaseAuthorizerTest examples."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from ksteward.authorizer import AclBinding, AuthorizationResult, AuthorizerNotReadyError, StandardAuthorizer
-from ksteward.authorizer.by_type import _SortedStrs, prefix_successor
+from ksteward.authorizer._by_type import _SortedStrs, prefix_successor
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 _ids = itertools.count()
@@ -27,7 +27,7 @@ def acl(
 
 
 def make(*acls: AclBinding, **config: str) -> StandardAuthorizer:
-    auth = StandardAuthorizer({k.replace("_", "."): v for k, v in config.items()})
+    auth = StandardAuthorizer.from_config({k.replace("_", "."): v for k, v in config.items()})
     auth.load_snapshot({next(_ids): a for a in acls})
     return auth
 
@@ -67,7 +67,7 @@ def test_super_user_is_allowed_despite_wildcard_deny() -> None:
 
 
 def test_probe_needs_readiness() -> None:
-    auth = StandardAuthorizer({"allow.everyone.if.no.acl.found": "true"})
+    auth = StandardAuthorizer.from_config({"allow.everyone.if.no.acl.found": "true"})
     with pytest.raises(AuthorizerNotReadyError):
         by_type(auth)
     auth.complete_initial_load()

@@ -1,4 +1,4 @@
-"""Publication (spec/authorizer.md §4.4): readers never see half a snapshot or half a change.
+"""Publication (docs/authorizer.md §4.4): readers never see half a snapshot or half a change.
 
 A writer thread swaps or changes the ACLs as fast as it can while a reader thread hammers the read API
 with a tiny GIL switch interval, so the threads interleave inside single calls. Every answer must be one
@@ -99,7 +99,7 @@ def test_single_changes_are_seen_whole_and_in_order() -> None:
     # The log applies A (DENY ALL on "foo"), then B (ALLOW READ on "*"), then removes B, then A.
     # States: {} -> default ALLOWED; {A} and {A, B} -> DENIED by A. An ALLOWED decided by B would mean a
     # reader saw B without A: a state the log never had.
-    auth = StandardAuthorizer({"allow.everyone.if.no.acl.found": "true"})
+    auth = StandardAuthorizer.from_config({"allow.everyone.if.no.acl.found": "true"})
     auth.complete_initial_load()
     deny_all, allow_wild = acl("foo", "DENY", operation="ALL"), acl("*")
     every_topic_op = sum(1 << op for op in SUPPORTED_OPERATIONS[ResourceType.TOPIC])

@@ -1,4 +1,4 @@
-"""The indexed authorizer against a brute-force reference written straight from spec/authorizer.md §2-§3.
+"""The indexed authorizer against a brute-force reference written straight from docs/authorizer.md §2-§3.
 
 The reference is a plain loop over every stored ACL, one function per rule, with no index and no bit
 masks. Small alphabets (names, principals, hosts) make patterns, wildcards and prefixes collide often.
@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ksteward.authorizer import (
+    SUPPORTED_OPERATIONS,
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -25,7 +26,6 @@ from ksteward.authorizer import (
     Rule,
     StandardAuthorizer,
 )
-from ksteward.authorizer.enums import SUPPORTED_OPERATIONS
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 Op, Perm, Pat, RT = AclOperation, AclPermissionType, PatternType, ResourceType
@@ -267,7 +267,7 @@ PROPERTY_SETTINGS = settings(max_examples=400, deadline=None, suppress_health_ch
 
 
 def make(supers: set[str], allow_everyone: bool, acls: list[AclBinding]) -> StandardAuthorizer:
-    auth = StandardAuthorizer(
+    auth = StandardAuthorizer.from_config(
         {"super.users": ";".join(sorted(supers)), "allow.everyone.if.no.acl.found": str(allow_everyone)}
     )
     auth.load_snapshot({i: acl for i, acl in enumerate(acls)})
@@ -436,7 +436,9 @@ def test_not_ready_answers_only_super_users(
     acls: list[AclBinding], config: tuple[set[str], bool], request: tuple
 ) -> None:
     supers, allow_everyone = config
-    auth = StandardAuthorizer({"super.users": ";".join(supers), "allow.everyone.if.no.acl.found": str(allow_everyone)})
+    auth = StandardAuthorizer.from_config(
+        {"super.users": ";".join(supers), "allow.everyone.if.no.acl.found": str(allow_everyone)}
+    )
     for i, acl in enumerate(acls):
         auth.add_acl(i, acl)
     principal, host, op, rt, name = request

@@ -1,4 +1,4 @@
-"""StandardAuthorizer: every rule of spec/authorizer.md §2.2-§2.6, readiness (§4.5) and ACL changes (§4.4)."""
+"""StandardAuthorizer: every rule of docs/authorizer.md §2.2-§2.6, readiness (§4.5) and ACL changes (§4.4)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def acl(
 
 
 def authorizer(*acls: AclBinding, **config: str) -> StandardAuthorizer:
-    auth = StandardAuthorizer({key.replace("_", "."): value for key, value in config.items()})
+    auth = StandardAuthorizer.from_config({key.replace("_", "."): value for key, value in config.items()})
     auth.load_snapshot({next(_ids): a for a in acls})
     return auth
 
@@ -77,13 +77,13 @@ def test_absent_keys_mean_no_super_users_and_default_deny() -> None:
     ],
 )
 def test_super_users_parsing(value: str, expected: set[str]) -> None:
-    assert StandardAuthorizer({"super.users": value}).super_users == expected
+    assert StandardAuthorizer.from_config({"super.users": value}).super_users == expected
 
 
 @pytest.mark.parametrize("value", ["bob;:alice", "User:alice;bob", "bob"])
 def test_super_users_piece_without_colon_is_rejected(value: str) -> None:
     with pytest.raises(ValueError, match="expected a string in format principalType:principalName but got bob"):
-        StandardAuthorizer({"super.users": value})
+        StandardAuthorizer.from_config({"super.users": value})
 
 
 def test_super_user_with_inner_space_never_matches() -> None:
@@ -106,15 +106,15 @@ def test_super_user_with_inner_space_never_matches() -> None:
     ],
 )
 def test_allow_everyone_parses_like_java_boolean(value: object, expected: bool) -> None:
-    auth = StandardAuthorizer({"allow.everyone.if.no.acl.found": value})
+    auth = StandardAuthorizer.from_config({"allow.everyone.if.no.acl.found": value})
     assert auth.allow_everyone_if_no_acl_found is expected
 
 
 def test_node_id_and_unknown_keys() -> None:
-    assert StandardAuthorizer({"node.id": " 3 "}).node_id == 3
-    assert StandardAuthorizer({"node.id": "x"}).node_id == -1
-    assert StandardAuthorizer({}).node_id == -1
-    StandardAuthorizer({"some.other.key": "whatever", "authorizer.class.name": "x"})  # ignored
+    assert StandardAuthorizer.from_config({"node.id": " 3 "}).node_id == 3
+    assert StandardAuthorizer.from_config({"node.id": "x"}).node_id == -1
+    assert StandardAuthorizer.from_config({}).node_id == -1
+    StandardAuthorizer.from_config({"some.other.key": "whatever", "authorizer.class.name": "x"})  # ignored
 
 
 # --- §2.3 step 1: literal-only guard ------------------------------------------------------------
@@ -183,7 +183,7 @@ def test_super_users_user_star_is_not_a_wildcard() -> None:
 
 
 def test_not_ready_until_initial_load_except_super_users() -> None:
-    auth = StandardAuthorizer({"super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin", "allow.everyone.if.no.acl.found": "true"})
     auth.add_acl(1, acl())  # log deltas may arrive before the load completes
     assert not auth.is_ready
     for call in (

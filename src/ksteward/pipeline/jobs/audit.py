@@ -38,7 +38,7 @@ request Y matches" (X *covers* Y) holds when all of these hold:
 - principal: X's equals Y's, or X's is ``User:*`` (which matches every principal type);
 - host: X's equals Y's, or X's is ``*``;
 - operation: every operation Y grants (ALLOW's implication table of spec/authorizer.md §1.3, read from
-  ``ksteward.authorizer.index.GRANT``) is one X denies (DENY: its own operation, or ALL) or grants (ALLOW,
+  ``ksteward.authorizer.ALLOW_IMPLICATIONS``) is one X denies (DENY: its own operation, or ALL) or grants (ALLOW,
   with implications). So ALLOW READ covers ALLOW DESCRIBE, and DENY READ does not shadow ALLOW READ (which
   also grants DESCRIBE).
 
@@ -69,9 +69,15 @@ from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ksteward.authorizer import Rule
-from ksteward.authorizer.enums import AclOperation
-from ksteward.authorizer.index import DENY_TEST, GRANT
+from ksteward.authorizer import (
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
+    AclOperation,
+    Rule,
+    allow_grants,
+    deny_denies,
+)
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
 if TYPE_CHECKING:
@@ -81,8 +87,6 @@ __all__ = ["AuditResult", "add_arguments", "audit", "covered_acls", "run"]
 
 log = logging.getLogger("ksteward.pipeline.audit")
 
-WILDCARD_PRINCIPAL = "User:*"
-WILDCARD = "*"
 ACL_COLUMNS = tuple(ACL_SCHEMA.fieldNames())
 TOP_PRINCIPALS = 20
 _TUPLE = ("event_date", *REQUEST_COLUMNS)
@@ -419,12 +423,12 @@ _REQUEST_OPS = tuple(op for op in AclOperation if op not in (AclOperation.UNKNOW
 
 def _granted_by(acl_op: AclOperation) -> frozenset[AclOperation]:
     """The requested operations an ALLOW of ``acl_op`` grants (implications included)."""
-    return frozenset(op for op in _REQUEST_OPS if GRANT[op] & (1 << acl_op))
+    return frozenset(op for op in _REQUEST_OPS if allow_grants(acl_op, op))
 
 
 def _denied_by(acl_op: AclOperation) -> frozenset[AclOperation]:
     """The requested operations a DENY of ``acl_op`` denies (its own, or all for ALL)."""
-    return frozenset(op for op in _REQUEST_OPS if DENY_TEST[op] & (1 << (16 + acl_op)))
+    return frozenset(op for op in _REQUEST_OPS if deny_denies(acl_op, op))
 
 
 def operation_cover_rows() -> list[tuple[str, str, str, str]]:
@@ -484,7 +488,7 @@ def _key_shapes(acls: DataFrame) -> _KeyShapes:
     row = acls.agg(
         F.collect_set(F.when(F.col("pattern_type") == "PREFIXED", F.length("resource_name"))).alias("lengths"),
         F.max(F.col("principal") == WILDCARD_PRINCIPAL).alias("principal"),
-        F.max((F.col("pattern_type") == "LITERAL") & (F.col("resource_name") == WILDCARD)).alias("resource"),
+        F.max((F.col("pattern_type") == "LITERAL") & (F.col("resource_name") == WILDCARD_RESOURCE)).alias("resource"),
     ).first()
     if row is None:
         return _KeyShapes([], False, False)
@@ -504,8 +508,8 @@ def covered_acls(acls: DataFrame) -> DataFrame:
     name, pattern = F.col("resource_name"), F.col("pattern_type")
     keys = [F.when(pattern == "LITERAL", F.struct(F.lit("LITERAL").alias("p"), name.alias("n")))]
     if shapes.wildcard_resource:
-        keys.append(F.struct(F.lit("LITERAL").alias("p"), F.lit(WILDCARD).alias("n")))
-    not_wildcard_literal = ~((pattern == "LITERAL") & (name == WILDCARD))
+        keys.append(F.struct(F.lit("LITERAL").alias("p"), F.lit(WILDCARD_RESOURCE).alias("n")))
+    not_wildcard_literal = ~((pattern == "LITERAL") & (name == WILDCARD_RESOURCE))
     for length in shapes.prefix_lengths:
         keys.append(
             F.when(
@@ -527,7 +531,7 @@ def covered_acls(acls: DataFrame) -> DataFrame:
         .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"))
         .join(F.broadcast(coverers.select(*resource).distinct()), resource, "left_semi")
         .withColumn("k_principal", F.explode(F.array_distinct(F.array(*principals))))
-        .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD)))))
+        .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD_HOST)))))
     )
     pairs = (
         allows.join(F.broadcast(coverers), [*resource, "k_principal", "k_host"])

@@ -16,7 +16,7 @@ aggregation to choose ``T`` and the snapshot, and raises :class:`StateUnavailabl
 predates everything that can be rebuilt (no snapshot at or before it and the log no longer starts at 0, or
 a gap between the snapshot and the log).
 
-Schemas of :class:`State` (enum columns hold ``ksteward.authorizer.enums`` names):
+Schemas of :class:`State` (enum columns hold ``ksteward.authorizer`` enum names):
 
 - ``acls``: ``ACL_SCHEMA`` (acl_id is Kafka's 22-character text of the record's Uuid, as the audit log's
   ``data.ksteward.acl.id``).
@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.pipeline.readers import InputError, conform
 

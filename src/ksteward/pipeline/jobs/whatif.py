@@ -3,7 +3,7 @@
 ::
 
     plan = load_plan("plan.json")
-    flips = whatif(events, acls, AuthorizerSettings.from_properties(props), plan)
+    flips = whatif(events, acls, AuthorizerSettings.from_config(props), plan)
 
 Every request of the window (``events``: ``AUTHZ_EVENT_SCHEMA``, or any frame with ``REQUEST_COLUMNS`` and
 ``event_time``) is re-decided twice with :func:`ksteward.pipeline.decide.decide_distinct`: under the current
@@ -78,10 +78,18 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ksteward.authorizer import AclBinding, AclBindingFilter
-from ksteward.authorizer.enums import AclOperation, AclPermissionType, PatternType, ResourceType
-from ksteward.authorizer.standard import parse_allow_everyone, parse_super_users
-from ksteward.controller.acls import validate_creation
+from ksteward.authorizer import (
+    WILDCARD_HOST,
+    WILDCARD_RESOURCE,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    InvalidAclError,
+    PatternType,
+    ResourceType,
+    validate_new_acl,
+)
 from ksteward.pipeline.decide import (
     ACL_OPERATION_CODES,
     PERMISSION_CODES,
@@ -148,7 +156,7 @@ def _entry_fields(entry: object, *, exact: bool) -> dict[str, Any]:
     fields = dict(entry)
     if exact:
         fields.setdefault("pattern_type", "LITERAL")
-        fields.setdefault("host", "*")
+        fields.setdefault("host", WILDCARD_HOST)
         missing = [f for f in _BINDING_FIELDS if f not in fields]
         if missing:
             raise _PlanError(f"missing {', '.join(map(repr, missing))}")
@@ -164,9 +172,10 @@ def _construct(cls: type[_T], entry: object, *, exact: bool) -> _T:
 
 def _binding(entry: object) -> AclBinding:
     acl = _construct(AclBinding, entry, exact=True)
-    error = validate_creation(acl, int(acl.pattern_type))
-    if error is not None:
-        raise _PlanError(f"not a valid ACL: {error['error_message']}")
+    try:
+        validate_new_acl(acl)
+    except InvalidAclError as exc:
+        raise _PlanError(f"not a valid ACL: {exc}") from None
     return acl
 
 
@@ -214,7 +223,7 @@ def _super_users(document: Mapping[str, Any], source: str) -> frozenset[str] | N
     if not isinstance(value, str):
         raise InputError(f"{source}: 'super.users' must be a string or a list of strings")
     try:
-        return parse_super_users(value)
+        return AuthorizerSettings.from_config({"super.users": value}).super_users
     except ValueError as exc:
         raise InputError(f"{source}: 'super.users': {exc}") from None
 
@@ -224,7 +233,7 @@ def _allow_everyone(document: Mapping[str, Any], source: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return parse_allow_everyone(value)
+        return AuthorizerSettings.from_config({"allow.everyone.if.no.acl.found": value}).allow_everyone_if_no_acl_found
     raise InputError(f"{source}: 'allow.everyone.if.no.acl.found' must be a boolean")
 
 
@@ -255,7 +264,7 @@ def filter_condition(acl_filter: AclBindingFilter) -> Column:
         cond &= acl_pattern == pattern.name
     if name is not None:
         if pattern is PatternType.MATCH:
-            literal = (acl_pattern == PatternType.LITERAL.name) & ((acl_name == name) | (acl_name == "*"))
+            literal = (acl_pattern == PatternType.LITERAL.name) & ((acl_name == name) | (acl_name == WILDCARD_RESOURCE))
             prefixed = (acl_pattern == PatternType.PREFIXED.name) & F.startswith(F.lit(name), acl_name)
             cond &= literal | prefixed
         else:
@@ -371,7 +380,7 @@ def settings_from_args(args: argparse.Namespace) -> AuthorizerSettings:
     if args.allow_everyone_if_no_acl_found is not None:
         props["allow.everyone.if.no.acl.found"] = args.allow_everyone_if_no_acl_found
     try:
-        return AuthorizerSettings.from_properties(props)
+        return AuthorizerSettings.from_config(props)
     except ValueError as exc:
         raise InputError(f"super.users: {exc}") from None
 

@@ -41,9 +41,16 @@ from typing import IO, TYPE_CHECKING
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from ksteward.authorizer import AclOperation, PatternType, ResourceType
-from ksteward.authorizer.binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE
-from ksteward.authorizer.enums import AclPermissionType, parse_enum
+from ksteward.authorizer import (
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    parse_enum,
+)
 from ksteward.pipeline.decide import (
     ACL_OPERATION_CODES,
     PATTERN_CODES,

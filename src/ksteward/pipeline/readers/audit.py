@@ -4,7 +4,7 @@
 
 Each line is recognised on its own, so one file may mix formats:
 
-- ``ksteward``: ksteward's CloudEvents lines (``ksteward.authorizer.audit``); ``rule``, ``acl_id``
+- ``ksteward``: ksteward's CloudEvents lines (``ksteward.authorizer.AuditLogWriter``); ``rule``, ``acl_id``
   (``data.ksteward.acl.id``) and ``image_offset`` (``data.ksteward.imageOffset``; -1, "unknown", becomes null)
   come from ``data.ksteward``.
 - ``confluent``: Confluent Platform's audit events, the same JSON without ``data.ksteward``. ``rule``,
@@ -19,7 +19,7 @@ Each line is recognised on its own, so one file may mix formats:
   ``allow_everyone_default``, ``DefaultDeny`` -> ``no_matching_acl``, ``MatchingAcl(...)`` -> ``acl``), null
   for AclAuthorizer lines; Kafka logs no ACL id.
 
-Operations and resource types are normalised to the enum names of ``ksteward.authorizer.enums`` from any
+Operations and resource types are normalised to the enum names of the ``ksteward.authorizer`` enums from any
 spelling (``DescribeConfigs``, ``DESCRIBE_CONFIGS``, ``TransactionalId``); an unknown one rejects the line.
 ``host`` loses the ``/`` that Java's ``InetAddress.toString`` puts in front; a JSON event without
 ``requestMetadata.clientAddress`` gets ``unknown`` (``UNKNOWN_HOST``). ``event_date`` is the UTC date.
@@ -51,9 +51,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ksteward.authorizer.audit import AUDIT_EVENT_TYPE
-from ksteward.authorizer.enums import AclOperation, ResourceType
-from ksteward.authorizer.standard import Rule
+from ksteward.authorizer import AUDIT_EVENT_TYPE, AclOperation, ResourceType, Rule
 from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA
 
 from . import InputError, ReadResult, conform

@@ -1,4 +1,4 @@
-"""The index behind ``authorize_by_resource_type`` (§2.7), so it need not scan every ACL as Kafka does.
+"""The index behind ``authorize_by_resource_type`` (``docs/authorizer.md`` §2.7): no scan of every ACL, as Kafka does.
 
 Kafka's default method keeps, from all ACLs of the resource type, those whose host is the client's or
 ``*``, whose principal is the caller's or ``User:*`` and whose operation is the requested one or ALL
@@ -23,7 +23,7 @@ A query therefore costs O(groups + dominating prefixes met + names denied across
 not O(ACLs of the type). Updates are O(log n): a set insert plus a bisect-insert into a block of at most
 ``_SortedStrs.LOAD * 2`` names.
 
-The structures are mutated in place; :class:`~ksteward.authorizer.index.AclIndex`'s sequence counter is
+The structures are mutated in place; :class:`~ksteward.authorizer._index.AclIndex`'s sequence counter is
 what keeps readers from acting on a half-applied change.
 """
 
@@ -32,8 +32,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 
-from .binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
-from .enums import AclOperation, AclPermissionType, PatternType
+from ._binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
+from ._enums import AclOperation, AclPermissionType, PatternType
 
 __all__ = ["ByTypeIndex"]
 

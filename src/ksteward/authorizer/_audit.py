@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from .enums import AclOperation, PatternType, ResourceType, parse_enum
-from .standard import AuthorizationResult, Decision, Rule
+from ._enums import AclOperation, PatternType, ResourceType, parse_enum
+from ._standard import AuthorizationResult, Decision, Rule
 
 __all__ = [
     "AUDIT_EVENT_TYPE",
@@ -65,7 +65,7 @@ __all__ = [
 ]
 
 AUDIT_EVENT_TYPE = "io.confluent.kafka.server/authorization"
-LIVE_FILE_NAME = "audit.log"
+AUDIT_LIVE_FILE_NAME = "audit.log"
 
 _CRN_SEGMENT = {
     ResourceType.TOPIC: "topic",
@@ -243,7 +243,7 @@ class AuditLogWriter:
         self._drained = threading.Condition(self._io_lock)  # notified after every drain (tests wait on it)
         self._wake = threading.Event()
         self._closed = False
-        self._path = self.directory / LIVE_FILE_NAME
+        self._path = self.directory / AUDIT_LIVE_FILE_NAME
         self._file = open(self._path, "ab")  # noqa: SIM115 - held open until close()
         self._size = self._file.tell()
         self._thread = threading.Thread(target=self._run, name="ksteward-audit-writer", daemon=True)

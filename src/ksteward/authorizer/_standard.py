@@ -1,8 +1,9 @@
-"""``StandardAuthorizer``: Kafka 4.x's KRaft authorizer (``spec/authorizer.md`` §2, §4.4-4.5) as a library.
+"""``StandardAuthorizer``: Kafka 4.x's KRaft authorizer (``docs/authorizer.md`` §2, §4.4-4.5) as a library.
 
 ::
 
-    auth = StandardAuthorizer({"super.users": "User:admin;User:ops", "allow.everyone.if.no.acl.found": "false"})
+    auth = StandardAuthorizer(AuthorizerSettings(super_users=frozenset({"User:admin", "User:ops"})))
+    auth = StandardAuthorizer.from_config({"super.users": "User:admin;User:ops"})   # Kafka's property strings
     auth.load_snapshot({acl_id: binding, ...})          # or add_acl(...) then complete_initial_load()
     auth.authorize(principal="User:bob", host="10.0.0.1", operation="READ",
                    resource_type="TOPIC", resource_name="orders")          # AuthorizationResult.ALLOWED / DENIED
@@ -12,8 +13,9 @@
 
 Inputs. ``principal`` is the session principal as ``"Type:name"`` (``User:alice``); ``host`` is the client
 address in Java's text form (IPv6 uncompressed, §2.1); enum arguments take the names of §1 or the members.
-Configuration keys (§2.2): ``super.users``, ``allow.everyone.if.no.acl.found``, ``node.id``; other keys are
-ignored, and a malformed ``super.users`` raises ``ValueError``.
+Settings (§2.2) are an ``AuthorizerSettings``; ``from_config`` reads ``super.users``,
+``allow.everyone.if.no.acl.found`` and ``node.id`` from Kafka's strings (``InvalidConfigError`` for a malformed
+``super.users``).
 
 Decisions follow §2.3 step by step: super users first (even before the initial load), then readiness
 (:class:`AuthorizerNotReadyError`), then the ACLs whose pattern matches the resource; any applicable DENY
@@ -23,13 +25,13 @@ Kafka's snapshot are not copied (§2.6): a stored principal without a colon neve
 a session principal ``User:*`` is an ordinary principal.
 
 ``authorize_by_resource_type`` gives the answers of Kafka's default method (probe on ``hardcode``, then the
-domination rules of §2.7) from an index instead of a scan; see ``by_type.py``.
+domination rules of §2.7) from an index instead of a scan; see ``_by_type.py``.
 
 Identity and changes. ACLs are keyed by an id (the metadata record's ``uuid.UUID``, or any hashable).
 ``add_acl`` and ``load_snapshot`` store what they are given, as Kafka's ``addAcl`` does: the 7-tuple must be
-unique across ids (``ValueError``), and ``remove_acl`` of an unknown id raises ``KeyError``. Each change is
+unique across ids (``InvalidAclError``), and ``remove_acl`` of an unknown id raises ``UnknownAclError``. Each change is
 O(1) dict work plus one O(log n) sorted insert; ``load_snapshot`` builds a new index aside and swaps it in.
-Readers do not block and never act on a half-applied change (see ``index.py``), and one call sees one state.
+Readers do not block and never act on a half-applied change (see ``_index.py``), and one call sees one state.
 
 ``offset=`` on the changes records the metadata offset of the ACL image; decisions report it
 (``Decision.image_offset``) so an audit line names the image that decided.
@@ -44,14 +46,15 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .binding import AclBinding, AclBindingFilter
-from .enums import SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourceType, parse_enum
-from .index import ALLOWED_BY_ACL, DENIED_BY_ACL, DENY_TEST, GRANT, NO_ACLS, AclIndex
+from ._binding import AclBinding, AclBindingFilter
+from ._enums import SUPPORTED_OPERATIONS, AclOperation, PatternType, ResourceType, parse_enum
+from ._errors import AuthorizerNotReadyError, InvalidAclError, UnknownAclError
+from ._index import ALLOWED_BY_ACL, DENIED_BY_ACL, DENY_TEST, GRANT, NO_ACLS, AclIndex
+from ._settings import DEFAULT_SETTINGS, AuthorizerSettings
 
 __all__ = [
     "AclId",
     "AuthorizationResult",
-    "AuthorizerNotReadyError",
     "Decision",
     "Rule",
     "StandardAuthorizer",
@@ -61,14 +64,10 @@ __all__ = [
 AclId = Hashable
 """An ACL's id: the ``uuid.UUID`` of its AccessControlEntryRecord (any hashable value is accepted)."""
 
-SUPER_USERS_CONFIG = "super.users"
-ALLOW_EVERYONE_CONFIG = "allow.everyone.if.no.acl.found"
-NODE_ID_CONFIG = "node.id"
 PROBE_RESOURCE_NAME = "hardcode"
 """The LITERAL name Kafka's default ``authorizeByResourceType`` probes first (§2.7 step 2)."""
 
 _OPTIMISTIC_TRIES = 4  # seqlock attempts before a reader falls back to the writers' lock
-_JAVA_WHITESPACE = "".join(chr(c) for c in range(33))  # what Java's String.trim() removes
 _T = TypeVar("_T")
 
 
@@ -79,12 +78,6 @@ class AuthorizationResult(enum.Enum):
 
 ALLOWED = AuthorizationResult.ALLOWED
 DENIED = AuthorizationResult.DENIED
-
-
-class AuthorizerNotReadyError(RuntimeError):
-    """Kafka's retriable AuthorizerNotReadyException: the initial ACL load has not completed (§4.5).
-
-    On the wire it becomes UNKNOWN_SERVER_ERROR (-1): Kafka has no AUTHORIZER_NOT_READY code (§1.7)."""
 
 
 class Rule(enum.StrEnum):
@@ -113,30 +106,6 @@ class Decision:
         return self.result is ALLOWED
 
 
-def _java_trim(value: str) -> str:
-    return value.strip(_JAVA_WHITESPACE)
-
-
-def parse_super_users(value: object) -> frozenset[str]:
-    """§2.2 item 1: split on ``;``, trim, drop empties; every piece needs a colon. Kept as strings."""
-    if value is None:
-        return frozenset()
-    users = set()
-    for piece in str(value).split(";"):
-        piece = _java_trim(piece)
-        if not piece:
-            continue
-        if ":" not in piece:
-            raise ValueError(f"expected a string in format principalType:principalName but got {piece}")
-        users.add(piece)
-    return frozenset(users)
-
-
-def parse_allow_everyone(value: object) -> bool:
-    """§2.2 item 2: Java's ``Boolean.parseBoolean`` of the trimmed value; absent means false."""
-    return value is not None and _java_trim(str(value)).lower() == "true"
-
-
 def _code_table(cls: type[enum.IntEnum], exclude: tuple[enum.IntEnum, ...] = ()) -> dict[object, int]:
     table: dict[object, int] = {}
     for member in cls:
@@ -162,31 +131,33 @@ def _type_code(value: object) -> int:
         return code
     resource_type = parse_enum(ResourceType, value)
     if resource_type is ResourceType.ANY:
-        raise ValueError("an action's resource type cannot be ANY")
+        raise InvalidAclError("an action's resource type cannot be ANY")
     return int(resource_type)
 
 
 def _check_literal(pattern_type: object) -> None:
     if pattern_type is not _LITERAL and parse_enum(PatternType, pattern_type) is not _LITERAL:
-        raise ValueError(f"only LITERAL resource patterns can be authorized, not {pattern_type}")
+        raise InvalidAclError(f"only LITERAL resource patterns can be authorized, not {pattern_type}")
 
 
 class StandardAuthorizer:
     """Kafka's StandardAuthorizer semantics over an in-memory ACL index. Thread-safe; readers do not lock
     (unless a read keeps colliding with a burst of changes, see ``_read``)."""
 
-    def __init__(self, config: Mapping[str, object] | None = None) -> None:
-        config = config or {}
-        self.super_users: frozenset[str] = parse_super_users(config.get(SUPER_USERS_CONFIG))
-        self.allow_everyone_if_no_acl_found: bool = parse_allow_everyone(config.get(ALLOW_EVERYONE_CONFIG))
-        try:
-            self.node_id = int(_java_trim(str(config.get(NODE_ID_CONFIG, -1))))
-        except ValueError:
-            self.node_id = -1
+    def __init__(self, settings: AuthorizerSettings = DEFAULT_SETTINGS) -> None:
+        self.settings = settings
+        self.super_users: frozenset[str] = settings.super_users
+        self.allow_everyone_if_no_acl_found: bool = settings.allow_everyone_if_no_acl_found
+        self.node_id: int = settings.node_id
         self._default = ALLOWED if self.allow_everyone_if_no_acl_found else DENIED
         self._index = AclIndex()
         self._ready = False
         self._lock = threading.Lock()  # serialises writers; readers use the index's sequence counter
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> StandardAuthorizer:
+        """An authorizer configured from Kafka's property strings (see ``AuthorizerSettings.from_config``)."""
+        return cls(AuthorizerSettings.from_config(config))
 
     # --- readiness and changes -------------------------------------------------------------------
 
@@ -202,7 +173,7 @@ class StandardAuthorizer:
             self._ready = True
 
     def add_acl(self, acl_id: AclId, acl: AclBinding, *, offset: int | None = None) -> None:
-        """Store ``acl`` under ``acl_id``. ValueError if the id exists or the 7-tuple is stored under another id."""
+        """Store ``acl`` under ``acl_id``; InvalidAclError if the id exists or the 7-tuple is stored under another."""
         with self._lock:
             index = self._index
             index.check_new(acl_id, acl)
@@ -215,11 +186,11 @@ class StandardAuthorizer:
                 index.version += 1
 
     def remove_acl(self, acl_id: AclId, *, offset: int | None = None) -> AclBinding:
-        """Remove and return the ACL stored under ``acl_id``; KeyError if there is none."""
+        """Remove and return the ACL stored under ``acl_id``; UnknownAclError if there is none."""
         with self._lock:
             index = self._index
             if acl_id not in index.by_id:
-                raise KeyError(f"no ACL with id {acl_id!r}")
+                raise UnknownAclError(f"no ACL with id {acl_id!r}")
             index.version += 1
             try:
                 acl = index.delete(acl_id)
@@ -238,7 +209,7 @@ class StandardAuthorizer:
         """Replace every ACL with ``acls`` at once and complete the initial load.
 
         The new index is built aside and published by one reference swap, so a concurrent reader sees
-        either the old ACLs or the new ones. A repeated 7-tuple raises ValueError and publishes nothing."""
+        either the old ACLs or the new ones. A repeated 7-tuple raises InvalidAclError and publishes nothing."""
         items = acls.items() if isinstance(acls, Mapping) else acls
         with self._lock:
             index = AclIndex.build(items, self._index.offset if offset is None else offset)
@@ -257,7 +228,7 @@ class StandardAuthorizer:
     # --- reads -----------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[AclIndex], _T]) -> _T:
-        """Run ``fn`` on one complete ACL state: retry if a change overlapped it (see ``index.py``).
+        """Run ``fn`` on one complete ACL state: retry if a change overlapped it (see ``_index.py``).
 
         A read that keeps overlapping changes (a long read during a burst of them) takes the writers' lock
         after ``_OPTIMISTIC_TRIES`` attempts, so it cannot starve."""
@@ -287,7 +258,7 @@ class StandardAuthorizer:
         resource_name: str,
         pattern_type: PatternType | str = _LITERAL,
     ) -> AuthorizationResult:
-        """§2.3 for one action. ValueError for a non-LITERAL pattern; AuthorizerNotReadyError before the load."""
+        """§2.3 for one action. InvalidAclError for a non-LITERAL pattern; AuthorizerNotReadyError before the load."""
         if pattern_type is not _LITERAL:
             _check_literal(pattern_type)
         if principal in self.super_users:
@@ -377,14 +348,14 @@ class StandardAuthorizer:
     ) -> AuthorizationResult:
         """§2.7: is the caller allowed ``operation`` on at least one resource of this type?
 
-        ValueError for an ANY or UNKNOWN type or operation; then the probe on LITERAL ``hardcode`` with every
+        InvalidAclError for an ANY or UNKNOWN type or operation; then the probe on LITERAL ``hardcode`` with every
         rule of §2.3 (super users, readiness, implication, the default); then the domination rules."""
         op = parse_enum(AclOperation, operation)
         rt = parse_enum(ResourceType, resource_type)
         if rt is ResourceType.ANY or rt is ResourceType.UNKNOWN:
-            raise ValueError(f"authorize_by_resource_type needs a concrete resource type, not {rt.name}")
+            raise InvalidAclError(f"authorize_by_resource_type needs a concrete resource type, not {rt.name}")
         if op is AclOperation.ANY or op is AclOperation.UNKNOWN:
-            raise ValueError(f"authorize_by_resource_type needs a concrete operation, not {op.name}")
+            raise InvalidAclError(f"authorize_by_resource_type needs a concrete operation, not {op.name}")
         if principal in self.super_users:
             return ALLOWED
         if not self._ready:

@@ -1,4 +1,4 @@
-"""The ACL index behind ``authorize`` (§2.3-2.4, §6.1) and its publication rule.
+"""The ACL index behind ``authorize`` (``docs/authorizer.md`` §2.3-2.4, §6.1) and its publication rule.
 
 Layout, per resource type (a :class:`_Section`)::
 
@@ -38,9 +38,10 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from .binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
-from .by_type import ByTypeIndex
-from .enums import AclOperation, AclPermissionType, PatternType
+from ._binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
+from ._by_type import ByTypeIndex
+from ._enums import ALLOW_IMPLICATIONS, AclOperation, AclPermissionType, PatternType
+from ._errors import InvalidAclError
 
 __all__ = ["ALLOWED_BY_ACL", "DENIED_BY_ACL", "DENY_TEST", "GRANT", "NO_ACLS", "NO_MATCH", "AclIndex"]
 
@@ -56,27 +57,12 @@ _SHIFT = {AclPermissionType.ALLOW: 0, AclPermissionType.DENY: 16, AclPermissionT
 _PERMISSION_AT = (AclPermissionType.ALLOW, AclPermissionType.DENY, AclPermissionType.UNKNOWN)  # by shift // 16
 _OPS = tuple(AclOperation)
 _ALL_BIT = 1 << AclOperation.ALL
-_IMPLIES_DESCRIBE = (
-    AclOperation.DESCRIBE,
-    AclOperation.READ,
-    AclOperation.WRITE,
-    AclOperation.DELETE,
-    AclOperation.ALTER,
-)
-_IMPLIES_DESCRIBE_CONFIGS = (AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)
 
 
 def _grant(op: AclOperation) -> int:
-    implied: tuple[AclOperation, ...]
-    if op is AclOperation.DESCRIBE:
-        implied = _IMPLIES_DESCRIBE
-    elif op is AclOperation.DESCRIBE_CONFIGS:
-        implied = _IMPLIES_DESCRIBE_CONFIGS
-    else:
-        implied = (op,)
-    mask = _ALL_BIT
-    for o in implied:
-        mask |= 1 << o
+    mask = _ALL_BIT | (1 << op)
+    for implying in ALLOW_IMPLICATIONS.get(op, ()):
+        mask |= 1 << implying
     return mask
 
 
@@ -174,7 +160,7 @@ class AclIndex:
 
     @classmethod
     def build(cls, acls: Iterable[tuple[Hashable, AclBinding]], offset: int = -1) -> AclIndex:
-        """A fresh index holding exactly ``acls``; ValueError on a repeated id or 7-tuple."""
+        """A fresh index holding exactly ``acls``; InvalidAclError on a repeated id or 7-tuple."""
         index = cls()
         index.offset = offset
         index.by_type.start_build()
@@ -185,10 +171,10 @@ class AclIndex:
             # setdefault: one hash per map instead of a lookup and then an insert (the index is private
             # until built, so a failure just discards it)
             if by_id.setdefault(acl_id, acl) is not acl:
-                raise ValueError(f"an ACL with id {acl_id!r} already exists")
+                raise InvalidAclError(f"an ACL with id {acl_id!r} already exists")
             other = by_binding.setdefault(acl, acl_id)
             if other != acl_id:
-                raise ValueError(f"the ACL {acl} is already stored under id {other!r}")
+                raise InvalidAclError(f"the ACL {acl} is already stored under id {other!r}")
             index.insert(acl_id, acl, maps_done=True)
         index.by_type.finish_build()
         return index
@@ -199,10 +185,10 @@ class AclIndex:
         if not isinstance(acl, AclBinding):
             raise TypeError(f"expected an AclBinding, got {type(acl).__name__}")
         if acl_id in self.by_id:
-            raise ValueError(f"an ACL with id {acl_id!r} already exists")
+            raise InvalidAclError(f"an ACL with id {acl_id!r} already exists")
         other = self.by_binding.get(acl)
         if other is not None:
-            raise ValueError(f"the ACL {acl} is already stored under id {other!r}")
+            raise InvalidAclError(f"the ACL {acl} is already stored under id {other!r}")
 
     def insert(self, acl_id: Hashable, acl: AclBinding, *, maps_done: bool = False) -> None:
         if not maps_done:

@@ -1,4 +1,4 @@
-"""Kafka's ACL enumerations with their wire codes (``spec/authorizer.md`` §1).
+"""Kafka's ACL enumerations with their wire codes (``docs/authorizer.md`` §1).
 
 Each enum is an :class:`enum.IntEnum` whose values are the int8 codes of the wire protocol and of the
 metadata records, so a member can be written into a record as is and a record's code read back with
@@ -24,7 +24,7 @@ Parsing rules (§1.5):
 
 :func:`parse_enum` is the stricter conversion used by :class:`~ksteward.authorizer.AclBinding`, the filters
 and ``authorize``: it accepts a member, an int code, a ``from_string`` name or a display name, and raises
-``ValueError`` for a string it does not recognise instead of silently answering UNKNOWN.
+``InvalidAclError`` (a ``ValueError``) for a string it does not recognise instead of silently answering UNKNOWN.
 
 ``SUPPORTED_OPERATIONS`` is §1.6: the operations that count in the authorized-operations bitfields of
 Metadata and DescribeCluster. It does not validate ACLs: CreateAcls accepts any operation on any type.
@@ -37,12 +37,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TypeVar
 
+from ._errors import InvalidAclError
+
 __all__ = [
+    "ALLOW_IMPLICATIONS",
     "SUPPORTED_OPERATIONS",
     "AclOperation",
     "AclPermissionType",
     "PatternType",
     "ResourceType",
+    "allow_grants",
+    "deny_denies",
     "parse_enum",
 ]
 
@@ -185,6 +190,31 @@ SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = MappingP
 """§1.6: the operations meaningful per resource type (authorized-operations bitfields only)."""
 
 
+ALLOW_IMPLICATIONS: Mapping[AclOperation, frozenset[AclOperation]] = MappingProxyType(
+    {
+        _Op.DESCRIBE: frozenset({_Op.READ, _Op.WRITE, _Op.DELETE, _Op.ALTER}),
+        _Op.DESCRIBE_CONFIGS: frozenset({_Op.ALTER_CONFIGS}),
+    }
+)
+"""Requested operation -> the other operations whose ALLOW also grants it (Kafka's ``StandardAuthorizerData``
+``IMPLIES_DESCRIBE`` and ``IMPLIES_DESCRIBE_CONFIGS``). Only ALLOW implies: a DENY denies its own operation
+(and ALL denies every one). This is the one copy; the index's masks and the pipeline are built from it."""
+
+
+def allow_grants(acl_operation: AclOperation, requested: AclOperation) -> bool:
+    """An ALLOW ACL of ``acl_operation`` grants ``requested``: the same operation, ALL, or an implication."""
+    return (
+        acl_operation == AclOperation.ALL
+        or acl_operation == requested
+        or acl_operation in ALLOW_IMPLICATIONS.get(requested, ())
+    )
+
+
+def deny_denies(acl_operation: AclOperation, requested: AclOperation) -> bool:
+    """A DENY ACL of ``acl_operation`` denies ``requested``: the same operation or ALL, never an implication."""
+    return acl_operation == AclOperation.ALL or acl_operation == requested
+
+
 def _lookup_table(cls: type[_KafkaEnum]) -> dict[object, _KafkaEnum]:
     table: dict[object, _KafkaEnum] = {}
     for member in cls:
@@ -206,13 +236,13 @@ def parse_enum(cls: type[_E], value: object) -> _E:
     """``value`` (a member, an int code, a name or a display name) as a member of ``cls``.
 
     Names follow ``from_string`` (case-insensitive except for PatternType) or ``from_display_name``.
-    Unknown int codes give UNKNOWN, as ``from_code`` does; an unrecognised string raises ``ValueError``.
+    Unknown int codes give UNKNOWN, as ``from_code`` does; an unrecognised string raises ``InvalidAclError``.
     """
     if type(value) is cls:
         return value
     table = _TABLES[cls]
     if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a {cls.__name__}")
+        raise InvalidAclError(f"{value!r} is not a {cls.__name__}")
     try:
         member = table.get(value)
     except TypeError:  # unhashable
@@ -224,4 +254,4 @@ def parse_enum(cls: type[_E], value: object) -> _E:
     if isinstance(value, int):
         return cls.from_code(value)
     names = ", ".join(m.name for m in cls)
-    raise ValueError(f"{value!r} is not a {cls.__name__} (one of {names})")
+    raise InvalidAclError(f"{value!r} is not a {cls.__name__} (one of {names})")

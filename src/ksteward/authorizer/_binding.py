@@ -1,5 +1,7 @@
 """``AclBinding`` (one stored ACL) and ``AclBindingFilter`` (what DescribeAcls and DeleteAcls match with).
 
+Section signs (§) refer to ``docs/authorizer.md``.
+
 Both are flat, frozen, slotted dataclasses: Kafka's ``ResourcePattern`` + ``AccessControlEntry`` pair in
 one object, because a million of them may be held at once. Enum fields accept the names of §1 or the
 members (or int wire codes, so a metadata record converts directly)::
@@ -10,7 +12,7 @@ members (or int wire codes, so a metadata record converts directly)::
     >>> AclBindingFilter(resource_type="TOPIC", resource_name="orders-1", pattern_type="MATCH").matches(b)
 
 An ``AclBinding`` is Kafka's: its resource type may not be ANY, its pattern type not ANY or MATCH, its
-operation and permission not ANY (``ValueError``, where Kafka throws IllegalArgumentException). UNKNOWN
+operation and permission not ANY (``InvalidAclError``, where Kafka throws IllegalArgumentException). UNKNOWN
 is accepted, as Kafka accepts it; whether an ACL is valid for creation is CreateAcls' job (§3.3).
 
 The three strings of a binding are interned (``sys.intern``), so a million ACLs share one copy of each
@@ -27,7 +29,8 @@ import sys
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .enums import AclOperation, AclPermissionType, PatternType, ResourceType, parse_enum
+from ._enums import AclOperation, AclPermissionType, PatternType, ResourceType, parse_enum
+from ._errors import InvalidAclError
 
 __all__ = [
     "CLUSTER_NAME",
@@ -58,7 +61,7 @@ def _str_field(name: str, value: object, *, optional: bool) -> str | None:
     if value is None:
         if optional:
             return None
-        raise ValueError(f"{name} must be a string, not None")
+        raise InvalidAclError(f"{name} must be a string, not None")
     if type(value) is not str:
         if not isinstance(value, str):
             raise TypeError(f"{name} must be a string, not {type(value).__name__}")
@@ -93,13 +96,13 @@ class AclBinding:
         op = parse_enum(AclOperation, operation)
         perm = parse_enum(AclPermissionType, permission_type)
         if rt is ResourceType.ANY:
-            raise ValueError("an ACL's resource type cannot be ANY")
+            raise InvalidAclError("an ACL's resource type cannot be ANY")
         if pt is PatternType.ANY or pt is PatternType.MATCH:
-            raise ValueError(f"an ACL's pattern type cannot be {pt.name}")
+            raise InvalidAclError(f"an ACL's pattern type cannot be {pt.name}")
         if op is AclOperation.ANY:
-            raise ValueError("an ACL's operation cannot be ANY")
+            raise InvalidAclError("an ACL's operation cannot be ANY")
         if perm is AclPermissionType.ANY:
-            raise ValueError("an ACL's permission type cannot be ANY")
+            raise InvalidAclError("an ACL's permission type cannot be ANY")
         setter = object.__setattr__
         setter(self, "resource_type", rt)
         setter(self, "resource_name", _str_field("resource_name", resource_name, optional=False))
