@@ -76,6 +76,19 @@ def test_flip_rows_carry_both_decisions_and_the_window(spark: SparkSession) -> N
     assert row.host == "10.0.0.1" and row.change == "ALLOWED->DENIED"
 
 
+def test_whatif_releases_what_it_cached(spark: SparkSession) -> None:
+    """The distinct requests are cached while the flips are computed and dropped before ``whatif`` returns;
+    the flips, checkpointed, outlive the cache."""
+    spark.catalog.clearCache()
+    events = events_frame(spark, [("User:alice", "h", "READ", "TOPIC", "orders")], repeat=2)
+    current = acl_frame(spark, [("p1", acl("payments", "User:checkout", "WRITE"))])
+    flips = whatif(events, current, EVERYONE, Plan(create=(acl("orders", "User:bob"),)))
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    assert flips_of(flips) == {
+        ("User:alice", "READ", "orders"): ("ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 2)
+    }
+
+
 def test_deletions_exact_and_by_filter_and_settings(spark: SparkSession) -> None:
     requests = [
         ("User:alice", "h", "READ", "TOPIC", "orders"),
