@@ -37,14 +37,14 @@ request Y matches" (X *covers* Y) holds when all of these hold:
   (p itself included), except Y LITERAL ``*``, which only a LITERAL ``*`` covers;
 - principal: X's equals Y's, or X's is ``User:*`` (which matches every principal type);
 - host: X's equals Y's, or X's is ``*``;
-- operation: every operation Y grants (ALLOW's implication table of spec/authorizer.md §1.3, read from
+- operation: every operation Y grants (ALLOW's implications, as in docs/pipeline.md, read from
   ``ksteward.authorizer.index.GRANT``) is one X denies (DENY: its own operation, or ALL) or grants (ALLOW,
   with implications). So ALLOW READ covers ALLOW DESCRIBE, and DENY READ does not shadow ALLOW READ (which
   also grants DESCRIBE).
 
 Only single covering ACLs count (a union of two DENYs that together cover A is not detected). ACLs whose
-principal has no colon never apply (§2.6) and are left out, as are non-LITERAL/PREFIXED patterns. A DENY
-or UNKNOWN permission shadows (Kafka treats UNKNOWN as deny).
+principal has no colon never apply (docs/pipeline.md; KAFKA-18051) and are left out, as are
+non-LITERAL/PREFIXED patterns. A DENY or UNKNOWN permission shadows (Kafka treats UNKNOWN as deny).
 
 **Command.** ``ksteward pipeline audit --metadata-dir DIR --audit PATH... [--from TIME] [--to TIME] --out OUT``
 (settings: ``--server-config FILE`` and/or ``--super-users``, ``--allow-everyone-if-no-acl-found``) writes

@@ -45,13 +45,14 @@ Plan file (JSON)::
     }
 
 - ``create``: ACL bindings; ``pattern_type`` defaults to ``LITERAL`` and ``host`` to ``*`` (as
-  ``kafka-acls.sh``), every other field is required. Each is validated as CreateAcls does (spec §3.3); one
-  equal to an ACL that remains is a no-op, as in Kafka.
+  ``kafka-acls.sh``), every other field is required. Each is validated as CreateAcls is
+  (``AclApis.handleCreateAcls``, ``AclControlManager.validateNewAcl``; docs/pipeline.md); one equal to an
+  ACL that remains is a no-op, as in Kafka.
 - ``delete``: exact bindings, the same fields and defaults as ``create``: removes that one ACL.
-- ``delete_matching``: DeleteAcls filters (spec §3.1): a missing ``resource_name``, ``principal`` or ``host``
-  matches anything, a missing enum field is ``ANY``; ``pattern_type`` ``MATCH`` removes every ACL that
-  applies to the named resource (literal, ``*`` and prefixes). Filters with an ``UNKNOWN`` field are refused,
-  as Kafka refuses them.
+- ``delete_matching``: DeleteAcls filters (Kafka's ``AclBindingFilter.matches``): a missing
+  ``resource_name``, ``principal`` or ``host`` matches anything, a missing enum field is ``ANY``;
+  ``pattern_type`` ``MATCH`` removes every ACL that applies to the named resource (literal, ``*`` and
+  prefixes). Filters with an ``UNKNOWN`` field are refused, as Kafka refuses them.
 - ``super.users`` (Kafka's ``;``-separated string, or a JSON list) and ``allow.everyone.if.no.acl.found``
   (a JSON boolean or Kafka's string): the planned broker settings; absent means unchanged.
 
@@ -259,7 +260,8 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def filter_condition(acl_filter: AclBindingFilter) -> Column:
-    """True on the ``ACL_SCHEMA`` rows that ``acl_filter.matches`` (spec §3.1), as one column expression."""
+    """True on the ``ACL_SCHEMA`` rows that ``acl_filter.matches`` (Kafka's ``AclBindingFilter.matches``), as
+    one column expression."""
     cond = F.lit(True)
     if acl_filter.resource_type is not ResourceType.ANY:
         cond &= enum_code("resource_type", RESOURCE_TYPE_CODES) == int(acl_filter.resource_type)

@@ -12,7 +12,7 @@ Each row is a (``principal``, ``host``) in the ACLs' own terms, and ``decide`` g
   exactly ``decide`` of that principal and host: the literal strings ``User:*`` and ``*`` behave in the
   authorizer as a principal and a host that no ACL names specifically, i.e. "anyone else".
 - Which rows: the principal and host of every ALLOW ACL that grants the operation on the resource (its
-  name, the ``*`` wildcard, its prefixes; ALL and the implications of spec §1.3), each super user (host
+  name, the ``*`` wildcard, its prefixes; ALL and the ALLOW implications, docs/pipeline.md), each super user (host
   ``*``), ``User:*`` from ``*`` (so "everyone" shows whenever everyone is allowed, by a wildcard ACL or by
   ``allow.everyone.if.no.acl.found``), and, when ``principals`` is given, the observed (principal, host)
   pairs (e.g. from audit events). Of those, the ones ``decide`` grants.
