@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from ksteward.authorizer import AclBinding, StandardAuthorizer
@@ -120,26 +121,36 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
         ],
     )
     result = audit(events, acls, NO_SETTINGS, start=T0, end=at(48))
+    assert_df_equality(
+        result.acl_usage.select("acl_id", "hits", "redecided_hits"),
+        spark.createDataFrame(
+            [("a-read", 3, 0), ("a-write", 1, 0), ("a-idle", 0, 0), ("a-deny", 1, 0)],
+            "acl_id string, hits long, redecided_hits long",
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
     usage = {r["acl_id"]: r for r in result.acl_usage.collect()}
-    assert {k: (v["hits"], v["redecided_hits"]) for k, v in usage.items()} == {
-        "a-read": (3, 0),
-        "a-write": (1, 0),
-        "a-idle": (0, 0),
-        "a-deny": (1, 0),
-    }
     assert usage["a-read"]["last_used"] == local(at(26))
     assert usage["a-read"]["first_used"] == local(at(1))
     assert usage["a-idle"]["last_used"] is None
-    assert [r["acl_id"] for r in result.unused_acls.collect()] == ["a-idle"]
+    assert_df_equality(result.unused_acls, acls_frame(spark, [acl("a-idle", "payments")]), ignore_nullable=True)
 
-    daily = {(r["event_date"], r["acl_id"]): (r["hits"], r["in_state"]) for r in result.acl_hits_daily.collect()}
-    assert daily == {
-        (date(2026, 11, 1), "a-read"): (2, True),
-        (date(2026, 11, 2), "a-read"): (1, True),
-        (date(2026, 11, 1), "a-write"): (1, True),
-        (date(2026, 11, 1), "a-deny"): (1, True),
-        (date(2026, 11, 1), "a-deleted"): (1, False),
-    }
+    assert_df_equality(
+        result.acl_hits_daily.select("event_date", "acl_id", "hits", "in_state"),
+        spark.createDataFrame(
+            [
+                (date(2026, 11, 1), "a-read", 2, True),
+                (date(2026, 11, 2), "a-read", 1, True),
+                (date(2026, 11, 1), "a-write", 1, True),
+                (date(2026, 11, 1), "a-deny", 1, True),
+                (date(2026, 11, 1), "a-deleted", 1, False),
+            ],
+            "event_date date, acl_id string, hits long, in_state boolean",
+        ),
+        ignore_row_order=True,
+        ignore_nullable=True,
+    )
     totals = result.totals.first()
     assert totals is not None
     assert (totals["events"], totals["granted"], totals["denied"]) == (8, 6, 2)

@@ -1,4 +1,4 @@
-"""``jobs.state``: the state at an offset or a time, from ksteward-written logs and snapshots."""
+"""``pipeline.state``: the state at an offset or a time, from ksteward-written logs and snapshots."""
 
 from __future__ import annotations
 
@@ -19,9 +19,10 @@ from ksteward.metadata.loader import load
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import encode_record
 from ksteward.metadata.records.kafka_json import kafka_uuid
-from ksteward.pipeline.jobs.state import State, StateUnavailableError, parse_at, resolve_target, state_at
+from ksteward.pipeline.jobs._shared import parse_at
 from ksteward.pipeline.readers import read_metadata
 from ksteward.pipeline.schemas import ACL_SCHEMA
+from ksteward.pipeline.state import State, StateUnavailableError, resolve_target, state_at
 
 
 def snapshot(state: State) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from clients import Auth, confluent_admin
 from harness import KstewardServer
 
 from ksteward.cli.main import main
-from ksteward.pipeline.jobs import read_table
+from ksteward.pipeline.jobs._shared import read_table
 from ksteward.pipeline.readers import read_metadata
 
 VAULT_KEY, PASSWORD_KEY = "my.vault.token", "listener.name.plaintext.ssl.key.password"

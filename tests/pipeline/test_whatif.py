@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
@@ -37,6 +38,19 @@ def flips_of(frame: DataFrame) -> dict[tuple[str, str, str], tuple[str, str, str
     }
 
 
+#: The columns of a flip that the tables below spell out.
+FLIP_COLUMNS = ("principal", "operation", "resource_name", "change", "rule_before", "rule_after", "events")
+
+
+def flips_table(spark: SparkSession, rows: list[tuple[object, ...]]) -> DataFrame:
+    """The expected flips, as ``FLIP_COLUMNS`` of ``whatif``'s output."""
+    return spark.createDataFrame(
+        rows,
+        "principal string, operation string, resource_name string, change string, rule_before string, "
+        "rule_after string, events long",
+    )
+
+
 def test_the_first_allow_on_an_open_topic_denies_everyone_else(spark: SparkSession) -> None:
     """The classic trap: with allow.everyone.if.no.acl.found=true, "orders" has no ACL and is open to all;
     granting one new consumer READ makes "orders" have ACLs, and every other client is denied."""
@@ -53,15 +67,26 @@ def test_the_first_allow_on_an_open_topic_denies_everyone_else(spark: SparkSessi
     )
     current = acl_frame(spark, [("p1", acl("payments", "User:checkout", "WRITE"))])
     plan = Plan(create=(acl("orders", "User:billing"),))
-    flips = flips_of(whatif(events, current, EVERYONE, plan))
-    assert flips == {
-        ("User:shipping", "READ", "orders"): ("ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 3),
-        ("User:shipping", "DESCRIBE", "orders"): ("ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 3),
-        ("User:checkout", "WRITE", "orders"): ("ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 3),
-    }
+    # Most events first, then by request: the rows in the order whatif gives them.
+    assert_df_equality(
+        whatif(events, current, EVERYONE, plan).select(*FLIP_COLUMNS),
+        flips_table(
+            spark,
+            [
+                ("User:checkout", "WRITE", "orders", "ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 3),
+                ("User:shipping", "DESCRIBE", "orders", "ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl",
+                 3),
+                ("User:shipping", "READ", "orders", "ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 3),
+            ],
+        ),
+        ignore_nullable=True,
+    )  # fmt: skip
     # The same ALLOW with allow-everyone off only opens the topic to billing.
-    flips = flips_of(whatif(events, current, AuthorizerSettings(), plan))
-    assert flips == {("User:billing", "READ", "orders"): ("DENIED->ALLOWED", "no_matching_acl", "acl", 3)}
+    assert_df_equality(
+        whatif(events, current, AuthorizerSettings(), plan).select(*FLIP_COLUMNS),
+        flips_table(spark, [("User:billing", "READ", "orders", "DENIED->ALLOWED", "no_matching_acl", "acl", 3)]),
+        ignore_nullable=True,
+    )
 
 
 def test_flip_rows_carry_both_decisions_and_the_window(spark: SparkSession) -> None:
@@ -74,6 +99,19 @@ def test_flip_rows_carry_both_decisions_and_the_window(spark: SparkSession) -> N
     naive = T0.replace(tzinfo=None)  # Spark returns session-time (UTC) timestamps without a zone
     assert (row.events, row.first_seen, row.last_seen) == (4, naive, naive + datetime.timedelta(minutes=3))
     assert row.host == "10.0.0.1" and row.change == "ALLOWED->DENIED"
+
+
+def test_whatif_releases_what_it_cached(spark: SparkSession) -> None:
+    """The distinct requests are cached while the flips are computed and dropped before ``whatif`` returns;
+    the flips, checkpointed, outlive the cache."""
+    spark.catalog.clearCache()
+    events = events_frame(spark, [("User:alice", "h", "READ", "TOPIC", "orders")], repeat=2)
+    current = acl_frame(spark, [("p1", acl("payments", "User:checkout", "WRITE"))])
+    flips = whatif(events, current, EVERYONE, Plan(create=(acl("orders", "User:bob"),)))
+    assert spark._jsparkSession.sharedState().cacheManager().isEmpty()
+    assert flips_of(flips) == {
+        ("User:alice", "READ", "orders"): ("ALLOWED->DENIED", "allow_everyone_default", "no_matching_acl", 2)
+    }
 
 
 def test_deletions_exact_and_by_filter_and_settings(spark: SparkSession) -> None:

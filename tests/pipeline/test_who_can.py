@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from chispa import assert_df_equality
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -56,12 +57,18 @@ def test_acl_rows_allowing_acls_and_narrowing_denies(spark: SparkSession) -> Non
         "other-op": topic("orders", "User:carol", "WRITE"),
         "other-topic": topic("payments", "User:dave"),
     }
-    rows = answer(spark, acls, AuthorizerSettings())
-    got = {(r.principal, r.host): (r.rule, r.allowing_acl_ids, r.narrowed_by_acl_ids) for r in rows}
-    assert got == {
-        ("User:alice", "*"): ("acl", ["lit", "pre"], []),
-        ("User:*", "10.0.0.2"): ("acl", ["any"], ["no-bob"]),
-    }
+    frame = who_can(acl_frame(spark, acls.items()), AuthorizerSettings(), "TOPIC", "orders", "READ")
+    rows = frame.collect()
+    # Ordered by principal and host ("User:*" sorts before every name).
+    assert_df_equality(
+        frame.select("principal", "host", "rule", "allowing_acl_ids", "narrowed_by_acl_ids"),
+        spark.createDataFrame(
+            [("User:*", "10.0.0.2", "acl", ["any"], ["no-bob"]), ("User:alice", "*", "acl", ["lit", "pre"], [])],
+            "principal string, host string, rule string, allowing_acl_ids array<string>, "
+            "narrowed_by_acl_ids array<string>",
+        ),
+        ignore_nullable=True,
+    )
     check_agreement(acls, AuthorizerSettings(), rows)
     note = next(r.note for r in rows if r.principal == "User:*")
     assert "every principal" in note and "narrowed by DENY no-bob" in note

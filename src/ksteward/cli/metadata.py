@@ -16,7 +16,6 @@ import argparse
 import functools
 import json
 import logging
-import mmap
 import posixpath
 import shlex
 import sys
@@ -26,10 +25,10 @@ from typing import IO, Any
 
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.sensitive import HIDDEN, SECRET_BEARING_RECORD_TYPES, loggable_value, redacted_record_json
-from ksteward.metadata.batch import Batch, CorruptBatchError, UnsupportedCompressionError, iter_batches
+from ksteward.metadata.batch import Batch
 from ksteward.metadata.image import MetadataImage, PartitionRegistration, TopicImage
 from ksteward.metadata.loader import MetadataLoadError, load
-from ksteward.metadata.log import PARTITION_DIR_NAME, list_segments, list_snapshots, partition_dir
+from ksteward.metadata.log_files import NotAMetadataLogError, TornTail, UnreadableBatch, file_batches, log_files
 from ksteward.metadata.records import CorruptRecordError, UnknownRecordTypeError, decode_record, read_frame
 from ksteward.metadata.records.control import (
     ControlRecordType,
@@ -60,14 +59,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run_dump(args: argparse.Namespace, out: IO[str] | None = None) -> int:
     out = out or sys.stdout
     path = Path(args.path)
-    if path.is_dir():
-        directory = partition_dir(path)
-        if not directory.is_dir() and path.name != PARTITION_DIR_NAME:
-            directory = path  # a directory holding segments directly
-        files = [s.path for s in reversed(list_snapshots(directory))] + list_segments(directory)
-    elif path.is_file() and (path.suffix in (".log", ".checkpoint")):
-        files = [path]
-    else:
+    try:
+        files = log_files(path)
+    except NotAMetadataLogError:
         print(f"metadata dump: {path}: not a .log, a .checkpoint or a directory", file=sys.stderr)
         return 2
     status = 0
@@ -79,24 +73,16 @@ def run_dump(args: argparse.Namespace, out: IO[str] | None = None) -> int:
 def _dump_file(path: Path, out: IO[str]) -> int:
     kind = "snapshot" if path.suffix == ".checkpoint" else "segment"
     _emit(out, {"file": str(path), "kind": kind})
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-        batches = iter_batches(buf)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                if batches.torn:
-                    _emit(out, {"warning": "torn batch at the end of the file", "position": batches.valid_bytes})
-                return 0
-            except (CorruptBatchError, UnsupportedCompressionError) as exc:
-                position = getattr(exc, "position", batches.valid_bytes)
-                _emit(out, {"error": str(exc), "position": position})
-                return 1
-            for line in _batch_lines(batch):
+    for item in file_batches(path):
+        if isinstance(item, TornTail):
+            _emit(out, {"warning": "torn batch at the end of the file", "position": item.position})
+        elif isinstance(item, UnreadableBatch):
+            _emit(out, {"error": str(item.error), "position": item.position})
+            return 1
+        else:
+            for line in _batch_lines(item):
                 _emit(out, line)
+    return 0
 
 
 def _batch_lines(batch: Batch) -> Iterator[dict[str, Any]]:

@@ -21,7 +21,8 @@ Output. ``decide`` returns ``requests`` with ``DECISION_SCHEMA`` appended: ``gra
 when ``rule == "acl"``, else null. ``decide_distinct`` returns one row per distinct request key
 (``REQUEST_COLUMNS`` + ``DECISION_SCHEMA``).
 
-How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat heavily):
+How (Kafka's ``StandardAuthorizerData.authorize`` and ``findAclRule``; docs/pipeline.md), on the distinct
+keys only (events repeat heavily):
 
 1. **Names stage.** Each distinct request is exploded into the match keys of its (resource type, name) R:
    itself (LITERAL), every prefix ``R[:n]`` for ``0 <= n <= len(R)`` (PREFIXED, and UNKNOWN which Kafka
@@ -33,7 +34,7 @@ How (``spec/authorizer.md`` §2.3-2.4), on the distinct keys only (events repeat
    and host (itself and ``*``) and equi-joined with the ACLs on (type, kind, key, principal, host). An ACL
    applies if its principal has a colon (the library never applies one without) and its operation matches:
    ALL or the operation itself for DENY (and the UNKNOWN permission, which the library treats as a deny);
-   for ALLOW also the implications of §1.3 (READ/WRITE/DELETE/ALTER grant DESCRIBE, ALTER_CONFIGS grants
+   for ALLOW also Kafka's implications (READ/WRITE/DELETE/ALTER grant DESCRIBE, ALTER_CONFIGS grants
    DESCRIBE_CONFIGS).
 3. **Decision.** Super user, else the first applicable DENY in Kafka's scan order, else the last applicable
    ALLOW, else ``allow_everyone_default`` if the setting is on and the name has no ACLs at all, else

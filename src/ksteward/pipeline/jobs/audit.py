@@ -37,34 +37,35 @@ request Y matches" (X *covers* Y) holds when all of these hold:
   (p itself included), except Y LITERAL ``*``, which only a LITERAL ``*`` covers;
 - principal: X's equals Y's, or X's is ``User:*`` (which matches every principal type);
 - host: X's equals Y's, or X's is ``*``;
-- operation: every operation Y grants (ALLOW's implication table of spec/authorizer.md §1.3, read from
+- operation: every operation Y grants (ALLOW's implications, as in docs/pipeline.md, read from
   ``ksteward.authorizer.ALLOW_IMPLICATIONS``) is one X denies (DENY: its own operation, or ALL) or grants (ALLOW,
   with implications). So ALLOW READ covers ALLOW DESCRIBE, and DENY READ does not shadow ALLOW READ (which
   also grants DESCRIBE).
 
 Only single covering ACLs count (a union of two DENYs that together cover A is not detected). ACLs whose
-principal has no colon never apply (§2.6) and are left out, as are non-LITERAL/PREFIXED patterns. A DENY
-or UNKNOWN permission shadows (Kafka treats UNKNOWN as deny).
+principal has no colon never apply (docs/pipeline.md; KAFKA-18051) and are left out, as are
+non-LITERAL/PREFIXED patterns. A DENY or UNKNOWN permission shadows (Kafka treats UNKNOWN as deny).
 
 **Command.** ``ksteward pipeline audit --metadata-dir DIR --audit PATH... [--from TIME] [--to TIME] --out OUT``
 (settings: ``--server-config FILE`` and/or ``--super-users``, ``--allow-everyone-if-no-acl-found``) writes
 each table of :class:`AuditResult` to ``OUT/<table>/`` (the per-event ones partitioned by ``event_date``),
 the reader rejects to ``OUT/rejects/``, the HTML report to ``OUT/report.html``, and prints a summary. Stages
 are logged with their durations, and Spark's console progress bar shows the running ones.
+
+**Where the steps are.** This module holds the job (:func:`audit`), its attribution and coverage steps and
+the command; the tables built from the access tuples are in ``_audit_tables``, the writing and the report
+data in ``_audit_output``. Everything is imported from here.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import sys
-import time
-from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
+from typing import IO, NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -80,17 +81,48 @@ from ksteward.authorizer import (
 )
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
-if TYPE_CHECKING:
-    from ksteward.pipeline.report import ReportData
+from ._audit_output import PARTITIONED_TABLES, report_data, stage, summary, write_result
+from ._audit_tables import (
+    TOP_PRINCIPALS,
+    acl_hits_daily,
+    acl_usage,
+    denials_by_tuple,
+    top_denied_principals,
+    window_totals,
+)
+from ._shared import (
+    adaptive_execution,
+    add_settings_arguments,
+    in_window,
+    parse_time,
+    release_checkpoint,
+    settings_from_args,
+    write_rejects,
+)
 
-__all__ = ["AuditResult", "add_arguments", "audit", "covered_acls", "run"]
-
-log = logging.getLogger("ksteward.pipeline.audit")
+# The steps of the audit live in private modules; this module is the job's one public surface.
+__all__ = [
+    "PARTITIONED_TABLES",
+    "AuditResult",
+    "access_tuples",
+    "acl_hits_daily",
+    "acl_usage",
+    "add_arguments",
+    "attribute",
+    "audit",
+    "covered_acls",
+    "denials_by_tuple",
+    "operation_cover_rows",
+    "redecisions",
+    "report_data",
+    "run",
+    "summary",
+    "top_denied_principals",
+    "write_result",
+]
 
 ACL_COLUMNS = tuple(ACL_SCHEMA.fieldNames())
-TOP_PRINCIPALS = 20
 _TUPLE = ("event_date", *REQUEST_COLUMNS)
-_T = TypeVar("_T")
 
 
 class AuditResult(NamedTuple):
@@ -150,29 +182,6 @@ class AuditResult(NamedTuple):
             frame.unpersist()
 
 
-@contextlib.contextmanager
-def adaptive_execution(spark: SparkSession, *, enabled: bool) -> Iterator[None]:
-    """Plan the queries run inside with ``spark.sql.adaptive.enabled`` set to ``enabled``; restored after."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(enabled).lower())
-    try:
-        yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
-
-
-def release_checkpoint(frame: DataFrame) -> None:
-    """Free the blocks of a ``localCheckpoint()`` frame now rather than when the JVM collects it (no-op for
-    any other frame)."""
-    plan = frame._jdf.queryExecution().logical()
-    if plan.getClass().getSimpleName() == "LogicalRDD":
-        plan.rdd().unpersist(False)
-
-
 # --- the job ------------------------------------------------------------------------------------
 
 
@@ -190,8 +199,6 @@ def audit(
     Eager in two respects: ``access`` is computed (one pass over ``events``) and checkpointed before it
     returns, so that every table built on it plans against the checkpoint, not the re-decision's plan; and
     ``totals`` is collected. The other tables are lazy. Call :meth:`AuditResult.unpersist` when done."""
-    from ksteward.pipeline.jobs.whatif import in_window
-
     start, end = (t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t for t in (start, end))
     spark = events.sparkSession
     windowed = in_window(events, start, end)
@@ -225,7 +232,7 @@ def audit(
     denials = denials_by_tuple(access).persist()
     unused = usage.where(F.col("hits") == 0).select(*ACL_COLUMNS)
     top = top_denied_principals(denials, top_n)
-    totals = _totals(access, usage, covered, daily, start, end)
+    totals = window_totals(access, usage, covered, daily, start, end)
     return AuditResult(access, usage, daily, unused, covered, denials, by_hour, top, totals)
 
 
@@ -279,140 +286,6 @@ def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
         "events",
         "first_seen",
         "last_seen",
-    )
-
-
-def _credited(access: DataFrame) -> DataFrame:
-    return access.where((F.col("rule") == Rule.ACL.value) & F.col("acl_id").isNotNull())
-
-
-def acl_usage(access: DataFrame, acls: DataFrame) -> DataFrame:
-    """Per ACL of the state: ``hits``, ``redecided_hits``, ``first_used``, ``last_used``."""
-    hits = (
-        _credited(access)
-        .groupBy("acl_id")
-        .agg(
-            F.sum("events").alias("hits"),
-            F.sum(F.when(F.col("attribution") == "redecided", F.col("events")).otherwise(0)).alias("redecided_hits"),
-            F.min("first_seen").alias("first_used"),
-            F.max("last_seen").alias("last_used"),
-        )
-    )
-    return acls.join(hits, "acl_id", "left").select(
-        *ACL_COLUMNS,
-        F.coalesce("hits", F.lit(0)).cast("long").alias("hits"),
-        F.coalesce("redecided_hits", F.lit(0)).cast("long").alias("redecided_hits"),
-        "first_used",
-        "last_used",
-    )
-
-
-def acl_hits_daily(access: DataFrame, acls: DataFrame) -> DataFrame:
-    """Per day and credited ACL id: ``hits``, ``first_used``, ``last_used``, ``in_state``."""
-    known = acls.select("acl_id", F.lit(True).alias("in_state"))
-    return (
-        _credited(access)
-        .groupBy("event_date", "acl_id")
-        .agg(
-            F.sum("events").alias("hits"),
-            F.min("first_seen").alias("first_used"),
-            F.max("last_seen").alias("last_used"),
-        )
-        .join(F.broadcast(known), "acl_id", "left")  # keeps the per-date partitioning (no shuffle on acl_id)
-        .select(
-            "event_date",
-            "acl_id",
-            "hits",
-            "first_used",
-            "last_used",
-            F.coalesce("in_state", F.lit(False)).alias("in_state"),
-        )
-    )
-
-
-def denials_by_tuple(access: DataFrame) -> DataFrame:
-    """Denied events per day, principal, resource and operation (see :class:`AuditResult`)."""
-    return (
-        access.where(~F.col("granted"))
-        .groupBy("event_date", "principal", "resource_type", "resource_name", "operation")
-        .agg(
-            F.sum("events").alias("denials"),
-            F.size(F.collect_set("host")).alias("hosts"),  # not count_distinct: no Expand of every row
-            F.array_sort(F.collect_set("rule")).alias("rules"),
-            F.array_sort(F.collect_set("acl_id")).alias("deny_acl_ids"),
-            F.min("first_seen").alias("first_denied"),
-            F.max("last_seen").alias("last_denied"),
-        )
-    )
-
-
-def top_denied_principals(denials: DataFrame, top_n: int = TOP_PRINCIPALS) -> DataFrame:
-    """The ``top_n`` principals with the most denials (ties broken by name)."""
-    per_principal = denials.groupBy("principal").agg(
-        F.sum("denials").alias("denials"),
-        F.size(F.collect_set(F.struct("resource_type", "resource_name"))).alias("resources"),
-        F.array_sort(F.collect_set("operation")).alias("operations"),
-        F.min("first_denied").alias("first_denied"),
-        F.max("last_denied").alias("last_denied"),
-    )
-    top = per_principal.orderBy(F.desc("denials"), "principal").limit(top_n)
-    from pyspark.sql.window import Window
-
-    ranking = Window.partitionBy(F.lit(0)).orderBy(F.desc("denials"), "principal")  # top_n rows: one partition
-    ranked = top.withColumn("rank", F.row_number().over(ranking))
-    return ranked.select("rank", "principal", "denials", "resources", "operations", "first_denied", "last_denied")
-
-
-def _totals(
-    access: DataFrame,
-    usage: DataFrame,
-    covered: DataFrame,
-    daily: DataFrame,
-    start: datetime | None,
-    end: datetime | None,
-) -> DataFrame:
-    """The one-row ``totals`` table. Eager: its four aggregates are collected at once (four small concurrent
-    jobs, which also fill the caches of ``usage`` and ``daily``) and the row is a literal, so
-    writing and reporting it costs nothing more."""
-
-    def events_where(cond: Column) -> Column:
-        return F.coalesce(F.sum(F.when(cond, F.col("events")).otherwise(0)), F.lit(0)).cast("long")
-
-    micros = {
-        "window_start": F.lit(start) if start is not None else F.min("first_seen"),
-        "window_end": F.lit(end) if end is not None else F.max("last_seen"),
-    }
-    aggregates = [
-        access.agg(
-            *(F.unix_micros(bound.cast("timestamp")).alias(name) for name, bound in micros.items()),
-            events_where(F.lit(True)).alias("events"),
-            events_where(F.col("granted")).alias("granted"),
-            events_where(~F.col("granted")).alias("denied"),
-            events_where(F.col("attribution") == "logged").alias("logged"),
-            events_where(F.col("attribution") == "redecided").alias("redecided"),
-            events_where(F.col("attribution") == "mismatch").alias("mismatched"),
-        ),
-        usage.agg(
-            F.count(F.lit(1)).alias("acls"),
-            F.count(F.when(F.col("hits") > 0, 1)).alias("acls_used"),
-            F.count(F.when(F.col("hits") == 0, 1)).alias("acls_unused"),
-        ),
-        covered.agg(
-            F.count(F.when(F.col("kind") == "shadowed", 1)).alias("shadowed"),
-            F.count(F.when(F.col("kind") == "redundant", 1)).alias("redundant"),
-        ),
-        daily.agg(
-            F.coalesce(F.sum(F.when(~F.col("in_state"), F.col("hits"))), F.lit(0))
-            .cast("long")
-            .alias("hits_on_acls_not_in_state")
-        ),
-    ]
-    with ThreadPoolExecutor(len(aggregates), thread_name_prefix="audit-totals") as pool:
-        rows = list(pool.map(lambda frame: frame.first(), aggregates))
-    values = {key: value for row in rows if row is not None for key, value in row.asDict().items()}
-    return access.sparkSession.range(1).select(
-        *(F.timestamp_micros(F.lit(values[name]).cast("long")).alias(name) for name in micros),
-        *(F.lit(values[name]).cast("long").alias(name) for name in values if name not in micros),
     )
 
 
@@ -553,18 +426,9 @@ def covered_acls(acls: DataFrame) -> DataFrame:
 
 # --- the command: ksteward pipeline audit -------------------------------------------------------
 
-#: Output tables written per ``event_date`` partition (the per-event ones); the others are window totals.
-PARTITIONED_TABLES = ("access", "acl_hits_daily", "denials", "denials_by_hour")
-#: Of those, the ones :func:`audit` builds partition-wise from ``access``, which it keeps hash-partitioned by
-#: ``event_date``: each task holds whole dates, so they are written as they are, one file per date, no shuffle.
-_PARTITIONED_BY_DATE = ("access", "acl_hits_daily", "denials")
-REPORT_ROWS = 1000
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options of ``ksteward pipeline audit`` (the window and settings options are ``whatif``'s)."""
-    from ksteward.pipeline.jobs.whatif import add_settings_arguments, parse_time
-
+    """The options of ``ksteward pipeline audit`` (the window and settings options as ``whatif`` has them)."""
     parser.add_argument("--metadata-dir", type=Path, required=True, metavar="DIR",
                         help="a data dir or a KRaft __cluster_metadata-0 directory: the ACL state")  # fmt: skip
     parser.add_argument("--audit", nargs="+", required=True, metavar="PATH",
@@ -577,85 +441,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_settings_arguments(parser)
 
 
-@contextlib.contextmanager
-def stage(spark: SparkSession, name: str) -> Iterator[None]:
-    """Log a stage's start and duration, and name its Spark jobs (shown with the console progress bar)."""
-    log.info("audit: %s ...", name)
-    spark.sparkContext.setJobDescription(f"audit: {name}")
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-        log.info("audit: %s done in %.1f s", name, time.perf_counter() - started)
-
-
-#: How many tables ``write_result`` writes at once. Most are small: a write of one is mostly Spark's per-job
-#: latency (planning, scheduling, committing), which overlaps (300,000 events: 8.8-10.0 s with one at a time,
-#: 7.3-8.4 s with four; 10,000,000 events, three rounds each, interleaved: 4.9/3.7 s with four, 4.0/3.5 s with
-#: nine).
-WRITE_THREADS = 9
-
-
-def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str = "parquet") -> dict[str, Path]:
-    """Write every table of ``result`` under ``out/<table>/`` (replacing it), in ``fmt`` (Parquet by default;
-    CSV as :func:`~ksteward.pipeline.jobs.write_table` writes it); the per-event tables are partitioned by
-    ``event_date``, one file per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark
-    jobs; the cached tables they share are computed once). Returns the paths by table."""
-    from ksteward.pipeline.jobs import write_table
-
-    def write(table: str, frame: DataFrame) -> None:
-        path = out / table
-        with stage(spark, f"write {table}"):
-            if table in PARTITIONED_TABLES:
-                by_date = frame if table in _PARTITIONED_BY_DATE else frame.repartition("event_date")
-                write_table(by_date, path, fmt, partition_by=("event_date",))
-            else:
-                write_table(frame.coalesce(1), path, fmt)
-
-    tables = result._asdict()
-    # The slowest first (the coverage analysis, then the per-event tables), so the small ones fill in around them.
-    order = sorted(tables, key=lambda t: (t != "shadowed_acls", t not in PARTITIONED_TABLES))
-    with ThreadPoolExecutor(WRITE_THREADS, thread_name_prefix="audit-write") as pool:
-        futures = [pool.submit(write, table, tables[table]) for table in order]
-        for future in futures:
-            future.result()
-    return {table: out / table for table in tables}
-
-
-def report_data(result: AuditResult, *, rows: int = REPORT_ROWS) -> ReportData:
-    """Collect what the HTML report shows (small: per-hour counts, the top principals, capped tables)."""
-    from ksteward.pipeline.report import ReportData
-
-    row = result.totals.first()
-    assert row is not None
-    totals = {key: _aware(value) for key, value in row.asDict().items()}
-    hours = [(_aware(r["hour"]), int(r["denials"])) for r in result.denials_by_hour.orderBy("hour").collect()]
-    top = [(r["principal"], int(r["denials"])) for r in result.top_denied_principals.orderBy("rank").collect()]
-    unused = [
-        r.asDict() for r in result.unused_acls.orderBy("resource_type", "resource_name", "acl_id").limit(rows).collect()
-    ]
-    covered = [
-        r.asDict()
-        for r in result.shadowed_acls.orderBy("kind", "resource_type", "resource_name", "acl_id").limit(rows).collect()
-    ]
-    return ReportData(totals=totals, denials_by_hour=hours, top_denied=top, unused_acls=unused, covered_acls=covered)
-
-
-def _aware(value: _T) -> _T:
-    """A collected timestamp as an aware UTC datetime (PySpark returns naive local time); others as they are."""
-    if isinstance(value, datetime) and value.tzinfo is None:
-        return value.astimezone(UTC)
-    return value
-
-
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """``ksteward pipeline audit``: read, audit, write the tables, the rejects and ``report.html``; print a summary."""
-    from ksteward.pipeline.jobs import write_rejects
-    from ksteward.pipeline.jobs.state import state_at
-    from ksteward.pipeline.jobs.whatif import settings_from_args
     from ksteward.pipeline.readers import read_audit, read_metadata
     from ksteward.pipeline.report import write_report
+    from ksteward.pipeline.state import state_at
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = settings_from_args(args)
@@ -664,35 +454,22 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         audit_log = read_audit(spark, [str(p) for p in args.audit])
         metadata = read_metadata(spark, str(args.metadata_dir))
         acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
-    result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
-    fmt = getattr(args, "format", "parquet")
-    paths = write_result(spark, result, target, fmt)
-    with stage(spark, "write rejects"):
-        rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
-    with stage(spark, "report"):
-        data = report_data(result)
-        report = write_report(target / "report.html", data)
-    result.unpersist()
-    acls.unpersist()
+    try:
+        result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
+        try:
+            fmt = getattr(args, "format", "parquet")
+            paths = write_result(spark, result, target, fmt)
+            with stage(spark, "write rejects"):
+                rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
+            with stage(spark, "report"):
+                data = report_data(result)
+                report = write_report(target / "report.html", data)
+        finally:
+            result.unpersist()
+    finally:
+        acls.unpersist()
     out = out or sys.stdout
     print(summary(data.totals, data.top_denied, rejected), file=out)
     print(f"tables: {', '.join(str(p) for p in paths.values())}", file=out)
     print(f"report: {report}", file=out)
     return 0
-
-
-def summary(totals: Mapping[str, object], top: Sequence[tuple[str, int]], rejected: int) -> str:
-    """The lines ``run`` prints."""
-    lines = [
-        f"audit window {totals['window_start']} .. {totals['window_end']}",
-        f"  events {totals['events']:,}: granted {totals['granted']:,}, denied {totals['denied']:,}"
-        f" (attributed: logged {totals['logged']:,}, re-decided {totals['redecided']:,},"
-        f" mismatched {totals['mismatched']:,})",
-        f"  ACLs {totals['acls']:,}: used {totals['acls_used']:,}, unused {totals['acls_unused']:,},"
-        f" shadowed {totals['shadowed']:,}, redundant {totals['redundant']:,}",
-        f"  hits on ACLs no longer in the state: {totals['hits_on_acls_not_in_state']:,}",
-        f"  bad input lines set aside: {rejected:,}",
-    ]
-    if top:
-        lines.append("  top denied principals: " + ", ".join(f"{p} ({n:,})" for p, n in top[:5]))
-    return "\n".join(lines)

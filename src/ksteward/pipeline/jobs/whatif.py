@@ -9,8 +9,10 @@ Every request of the window (``events``: ``AUTHZ_EVENT_SCHEMA``, or any frame wi
 ``event_time``) is re-decided twice with :func:`ksteward.pipeline.decide.decide_distinct`: under the current
 state (``acls``, ``settings``) and under the planned one. The logged decision is not used: the comparison
 is between two re-decisions, so a plan is judged on the very rules the broker applies. The events are
-aggregated once into distinct requests (persisted: every later step reads that small frame, not the
-events). Output, one row per request whose ``granted`` differs, most events first:
+aggregated once into distinct requests (cached: every later step reads that small frame, not the events).
+``whatif`` is eager: it computes the flips into a local checkpoint and releases that cache before it returns
+(free the checkpoint with ``_shared.release_checkpoint`` when done with it). Output, one row per request
+whose ``granted`` differs, most events first:
 
 - ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``: the request. The host is kept
   because a decision depends on it (host-specific ACLs), so one row has one before and one after;
@@ -43,13 +45,14 @@ Plan file (JSON)::
     }
 
 - ``create``: ACL bindings; ``pattern_type`` defaults to ``LITERAL`` and ``host`` to ``*`` (as
-  ``kafka-acls.sh``), every other field is required. Each is validated as CreateAcls does (spec §3.3); one
-  equal to an ACL that remains is a no-op, as in Kafka.
+  ``kafka-acls.sh``), every other field is required. Each is validated as CreateAcls is
+  (``AclApis.handleCreateAcls``, ``AclControlManager.validateNewAcl``; docs/pipeline.md); one equal to an
+  ACL that remains is a no-op, as in Kafka.
 - ``delete``: exact bindings, the same fields and defaults as ``create``: removes that one ACL.
-- ``delete_matching``: DeleteAcls filters (spec §3.1): a missing ``resource_name``, ``principal`` or ``host``
-  matches anything, a missing enum field is ``ANY``; ``pattern_type`` ``MATCH`` removes every ACL that
-  applies to the named resource (literal, ``*`` and prefixes). Filters with an ``UNKNOWN`` field are refused,
-  as Kafka refuses them.
+- ``delete_matching``: DeleteAcls filters (Kafka's ``AclBindingFilter.matches``): a missing
+  ``resource_name``, ``principal`` or ``host`` matches anything, a missing enum field is ``ANY``;
+  ``pattern_type`` ``MATCH`` removes every ACL that applies to the named resource (literal, ``*`` and
+  prefixes). Filters with an ``UNKNOWN`` field are refused, as Kafka refuses them.
 - ``super.users`` (Kafka's ``;``-separated string, or a JSON list) and ``allow.everyone.if.no.acl.found``
   (a JSON boolean or Kafka's string): the planned broker settings; absent means unchanged.
 
@@ -67,10 +70,9 @@ the two on every pair of a grid of ACLs and filters).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -98,13 +100,26 @@ from ksteward.pipeline.decide import (
     decide_distinct,
     enum_code,
 )
-from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.readers import InputError, read_audit, read_metadata
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
+from ksteward.pipeline.state import state_at
+
+from ._shared import (
+    add_settings_arguments,
+    in_window,
+    parse_time,
+    print_table,
+    release_checkpoint,
+    settings_from_args,
+    write_rejects,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["Plan", "add_arguments", "filter_condition", "load_plan", "parse_plan", "planned_acls", "run", "whatif"]
+__all__ = ["Plan", "add_arguments", "filter_condition", "flipped_requests", "load_plan", "parse_plan", "planned_acls",
+           "requests_seen", "run", "whatif"]  # fmt: skip
 
 _BINDING_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
                    "permission_type")  # fmt: skip
@@ -254,7 +269,8 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def filter_condition(acl_filter: AclBindingFilter) -> Column:
-    """True on the ``ACL_SCHEMA`` rows that ``acl_filter.matches`` (spec §3.1), as one column expression."""
+    """True on the ``ACL_SCHEMA`` rows that ``acl_filter.matches`` (Kafka's ``AclBindingFilter.matches``), as
+    one column expression."""
     cond = F.lit(True)
     if acl_filter.resource_type is not ResourceType.ANY:
         cond &= enum_code("resource_type", RESOURCE_TYPE_CODES) == int(acl_filter.resource_type)
@@ -316,14 +332,26 @@ def requests_seen(events: DataFrame) -> DataFrame:
 def whatif(
     events: DataFrame, acls: DataFrame, settings: AuthorizerSettings, plan: Plan | Mapping[str, Any]
 ) -> DataFrame:
-    """The requests of ``events`` whose decision ``plan`` flips (columns in the module docstring).
+    """The requests of ``events`` whose decision ``plan`` flips (columns in the module docstring), computed
+    now into a local checkpoint, most events first.
 
     ``plan``: a :class:`Plan`, or the decoded JSON document of one (checked by :func:`parse_plan`)."""
     if not isinstance(plan, Plan):
         plan = parse_plan(plan)
-    # Persisted (lazily, on first use): the events are aggregated once, not once per use (each decision
-    # reads the distinct requests twice, and the result joins them back).
+    # Cached for the one job below: the events are aggregated once, not once per use (each decision reads
+    # the distinct requests twice, and the result joins them back). The flips are checkpointed before the
+    # cache is dropped, so nothing built on them goes back to the events.
     seen = requests_seen(events).persist()
+    try:
+        return flipped_requests(seen, acls, settings, plan).localCheckpoint()
+    finally:
+        seen.unpersist()
+
+
+def flipped_requests(seen: DataFrame, acls: DataFrame, settings: AuthorizerSettings, plan: Plan) -> DataFrame:
+    """Of the distinct requests ``seen`` (:func:`requests_seen`), those whose decision under ``acls`` and
+    ``settings`` differs from the one under ``plan``, with both decisions, most events first (lazy; reads
+    ``seen`` three times: pass a cached frame)."""
     keys = list(REQUEST_COLUMNS)
 
     def decided(acl_set: DataFrame, s: AuthorizerSettings, suffix: str) -> DataFrame:
@@ -353,56 +381,6 @@ def whatif(
 # --- the command ----------------------------------------------------------------------------------
 
 
-def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
-    """The current broker settings: ``--server-config`` and/or the two explicit options (which win)."""
-    parser.add_argument(
-        "--server-config",
-        metavar="server.properties",
-        help="read super.users and allow.everyone.if.no.acl.found from the broker's config",
-    )
-    parser.add_argument("--super-users", metavar="'User:a;User:b'", help="the broker's super.users")
-    parser.add_argument("--allow-everyone-if-no-acl-found", choices=("true", "false"), type=str.lower,
-                        help="the broker's allow.everyone.if.no.acl.found (default false)")  # fmt: skip
-
-
-def settings_from_args(args: argparse.Namespace) -> AuthorizerSettings:
-    """The settings ``add_settings_arguments`` describe; InputError for an unreadable file or bad value."""
-    props: dict[str, str] = {}
-    if args.server_config:
-        from ksteward.configs.properties import load_properties
-
-        try:
-            props.update(load_properties(args.server_config))
-        except OSError as exc:
-            raise InputError(f"{args.server_config}: {exc.strerror or exc}") from None
-    if args.super_users is not None:
-        props["super.users"] = args.super_users
-    if args.allow_everyone_if_no_acl_found is not None:
-        props["allow.everyone.if.no.acl.found"] = args.allow_everyone_if_no_acl_found
-    try:
-        return AuthorizerSettings.from_config(props)
-    except ValueError as exc:
-        raise InputError(f"super.users: {exc}") from None
-
-
-def parse_time(text: str) -> datetime.datetime:
-    """``--from``/``--to``: an ISO-8601 time or date, UTC when it has no zone."""
-    try:
-        moment = datetime.datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
-
-
-def in_window(events: DataFrame, start: datetime.datetime | None, end: datetime.datetime | None) -> DataFrame:
-    """The events with ``start <= event_time < end`` (an open end when None)."""
-    if start is not None:
-        events = events.where(F.col("event_time") >= F.lit(start))
-    if end is not None:
-        events = events.where(F.col("event_time") < F.lit(end))
-    return events
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metadata-dir", required=True, help="the current ACLs: a data dir or __cluster_metadata-0")
     parser.add_argument("--audit", required=True, nargs="+", metavar="PATH", help="audit log files, dirs or globs")
@@ -418,27 +396,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Read the state and the window's events, apply ``--plan``, write the flips and print a summary."""
-    from ksteward.pipeline.jobs import read_table, write_rejects, write_table
-    from ksteward.pipeline.jobs.state import state_at
-    from ksteward.pipeline.readers import read_audit, read_metadata
-
     out = out or sys.stdout
     plan = load_plan(args.plan)
     settings = settings_from_args(args)
     records, metadata_rejects = read_metadata(spark, args.metadata_dir)
     events, audit_rejects = read_audit(spark, args.audit)
     flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
-    target = Path(args.out) / "flips"
-    write_table(flips, target, args.format)
-    written = read_table(spark, target, args.format) if args.format != "csv" else flips  # CSV: all text
-    write_rejects(metadata_rejects.unionByName(audit_rejects), args.out, args.format)
-    totals = written.groupBy("change").agg(F.count(F.lit(1)).alias("requests"), F.sum("events").alias("events"))
+    try:
+        target = Path(args.out) / "flips"
+        write_table(flips, target, args.format)
+        write_rejects(metadata_rejects.unionByName(audit_rejects), args.out, args.format)
+        breaks = _print_summary(flips, target, args.show, out)
+    finally:
+        release_checkpoint(flips)
+    return 1 if args.fail_on_break and breaks else 0
+
+
+def _print_summary(flips: DataFrame, target: Path, show: int, out: IO[str]) -> int:
+    """Print the totals per change and the ``show`` flips with the most events; returns how many requests
+    would be denied."""
+    totals = flips.groupBy("change").agg(F.count(F.lit(1)).alias("requests"), F.sum("events").alias("events"))
     by_change = {r.change: (r.requests, r.events) for r in totals.collect()}
     breaks = by_change.get(ALLOWED_TO_DENIED, (0, 0))
     opens = by_change.get(DENIED_TO_ALLOWED, (0, 0))
     print(f"{breaks[0]} request(s) ({breaks[1]} events) would be denied, "
           f"{opens[0]} ({opens[1]} events) newly allowed -> {target}", file=out)  # fmt: skip
-    rows = written.orderBy(F.desc("events"), *REQUEST_COLUMNS).limit(args.show).collect()
+    rows = flips.orderBy(F.desc("events"), *REQUEST_COLUMNS).limit(show).collect()
     print_table(
         ("change", "principal", "host", "operation", "resource", "events", "rule before -> after"),
         [
@@ -455,14 +438,4 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         ],
         out,
     )
-    return 1 if args.fail_on_break and breaks[0] else 0
-
-
-def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], out: IO[str]) -> None:
-    """A plain fixed-width table."""
-    cells = [list(map(str, header)), *([str(v) for v in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    for n, row in enumerate(cells):
-        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=out)
-        if n == 0:
-            print("  ".join("-" * w for w in widths), file=out)
+    return int(breaks[0])

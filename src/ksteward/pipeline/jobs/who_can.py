@@ -12,7 +12,7 @@ Each row is a (``principal``, ``host``) in the ACLs' own terms, and ``decide`` g
   exactly ``decide`` of that principal and host: the literal strings ``User:*`` and ``*`` behave in the
   authorizer as a principal and a host that no ACL names specifically, i.e. "anyone else".
 - Which rows: the principal and host of every ALLOW ACL that grants the operation on the resource (its
-  name, the ``*`` wildcard, its prefixes; ALL and the implications of spec §1.3), each super user (host
+  name, the ``*`` wildcard, its prefixes; ALL and the ALLOW implications, docs/pipeline.md), each super user (host
   ``*``), ``User:*`` from ``*`` (so "everyone" shows whenever everyone is allowed, by a wildcard ACL or by
   ``allow.everyone.if.no.acl.found``), and, when ``principals`` is given, the observed (principal, host)
   pairs (e.g. from audit events). Of those, the ones ``decide`` grants.
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from pyspark.sql import Column
@@ -61,9 +62,19 @@ from ksteward.pipeline.decide import (
     enum_code,
     grants_operation,
 )
-from ksteward.pipeline.jobs.whatif import add_settings_arguments, print_table, settings_from_args
-from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.readers import InputError, read_audit, read_metadata
 from ksteward.pipeline.schemas import AuthorizerSettings
+from ksteward.pipeline.state import state_at
+
+from ._shared import (
+    add_settings_arguments,
+    at_kwargs,
+    parse_at,
+    print_table,
+    settings_from_args,
+    write_rejects,
+    write_table,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -222,8 +233,6 @@ def _operation(text: str) -> AclOperation:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ksteward.pipeline.jobs.state import parse_at
-
     parser.add_argument("--metadata-dir", required=True, help="a data dir, a __cluster_metadata-0 dir, or one file")
     parser.add_argument("--resource", required=True, type=parse_resource, metavar="TYPE:NAME", help="TOPIC:orders")
     parser.add_argument("--operation", required=True, type=_operation, metavar="OP", help="READ, WRITE, DESCRIBE...")
@@ -237,12 +246,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
-    from pathlib import Path
-
-    from ksteward.pipeline.jobs import write_rejects, write_table
-    from ksteward.pipeline.jobs.state import at_kwargs, state_at
-    from ksteward.pipeline.readers import read_audit, read_metadata
-
     out = out or sys.stdout
     settings = settings_from_args(args)
     records, rejects = read_metadata(spark, args.metadata_dir)

@@ -6,7 +6,7 @@
 a directory holding segments directly, or one ``.log`` / ``.checkpoint`` file.
 
 **Parallelism.** The driver only lists the files. Their paths are parallelized one file per slice and each
-Spark task decodes its file with ksteward's own code (``metadata.batch.iter_batches``,
+Spark task decodes its file with ksteward's own code (``metadata.log_files.file_batches``,
 ``metadata.records.decode_record``, ``configs.sensitive.redacted_record_json``,
 ``metadata.log.read_snapshot``), so N files decode in N tasks. The files must therefore be readable at the
 same path from every executor (always true for ``local[*]``; a shared file system on a cluster). Records and
@@ -31,7 +31,7 @@ rejects come out of the tasks as one DataFrame, cached (memory and disk, in the 
 
 Control records (LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters, commit/abort markers) are not
 rows: they change no state. Metadata transactions (Begin/End/AbortTransactionRecord) are ordinary
-metadata records and are rows; ``jobs.state`` honours them.
+metadata records and are rows; ``pipeline.state`` honours them.
 
 **rejects** (``REJECTS_SCHEMA``), ``source_line`` being the byte position in the file:
 
@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -57,15 +56,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ksteward.configs.sensitive import redacted_record_json
-from ksteward.metadata.batch import CorruptBatchError, UnsupportedCompressionError, iter_batches
-from ksteward.metadata.log import (
-    PARTITION_DIR_NAME,
-    CorruptSnapshotError,
-    list_segments,
-    list_snapshots,
-    partition_dir,
-    read_snapshot,
-)
+from ksteward.metadata.batch import Batch
+from ksteward.metadata.log import CorruptSnapshotError, read_snapshot
+from ksteward.metadata.log_files import NotAMetadataLogError, TornTail, UnreadableBatch, file_batches, log_files
 from ksteward.metadata.records import CorruptRecordError, UnknownRecordTypeError, decode_record, read_frame
 from ksteward.metadata.records.control import ControlRecordType, CorruptControlRecordError, decode_control_record
 from ksteward.pipeline.schemas import METADATA_RECORD_SCHEMA, REJECTS_SCHEMA
@@ -87,19 +80,15 @@ _Item = tuple[Any, ...]
 
 
 def metadata_files(path: str | os.PathLike[str]) -> list[Path]:
-    """The files ``read_metadata`` reads for ``path``: snapshots (newest first), then segments by offset.
+    """The files ``read_metadata`` reads for ``path``: ``metadata.log_files.log_files`` (snapshots, then
+    segments, each by offset; the one file when ``path`` is a ``.log`` or ``.checkpoint``).
 
     Raises InputError when ``path`` is neither a metadata directory nor a ``.log``/``.checkpoint`` file.
     """
-    p = Path(path)
-    if p.is_file() and p.suffix in (".log", ".checkpoint"):
-        return [p]
-    if not p.is_dir():
-        raise InputError(f"{p}: not a metadata log directory, a .log segment or a .checkpoint snapshot")
-    directory = partition_dir(p)
-    if not directory.is_dir() and p.name != PARTITION_DIR_NAME:
-        directory = p  # a directory holding segments directly
-    return [s.path for s in list_snapshots(directory)] + list_segments(directory)
+    try:
+        return log_files(path)
+    except NotAMetadataLogError as exc:
+        raise InputError(str(exc)) from None
 
 
 def read_metadata(spark: SparkSession, path: str | os.PathLike[str]) -> ReadResult:
@@ -150,31 +139,23 @@ def decode_file(path: Path) -> Iterator[_Item]:
         del values  # validated; the batches are walked below for their offsets and positions
         snapshot = (end_offset - 1, epoch)
     try:
-        size = path.stat().st_size
-        if size == 0:
-            return
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-            yield from _decode_batches(path, buf, snapshot)
+        yield from _decode_batches(path, file_batches(path), snapshot)
     except OSError as exc:
         yield _reject(path, 0, f"cannot read the file: {exc}")
 
 
-def _decode_batches(path: Path, buf: mmap.mmap, snapshot: tuple[int, int] | None) -> Iterator[_Item]:
+def _decode_batches(
+    path: Path, items: Iterator[Batch | TornTail | UnreadableBatch], snapshot: tuple[int, int] | None
+) -> Iterator[_Item]:
     source = str(path)
     kind = SEGMENT if snapshot is None else SNAPSHOT
     snapshot_time = _utc(-1)
-    batches = iter_batches(buf)
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            if batches.torn:
-                torn = len(buf) - batches.valid_bytes
-                yield _reject(path, batches.valid_bytes, f"torn batch at the end of the file ({torn} bytes)")
+    for batch in items:
+        if isinstance(batch, TornTail):
+            yield _reject(path, batch.position, f"torn batch at the end of the file ({batch.size} bytes)")
             return
-        except (CorruptBatchError, UnsupportedCompressionError) as exc:
-            position = getattr(exc, "position", batches.valid_bytes)
-            yield _reject(path, position, f"{exc}; the rest of the file is not read")
+        if isinstance(batch, UnreadableBatch):
+            yield _reject(path, batch.position, f"{batch.error}; the rest of the file is not read")
             return
         if batch.is_control:
             if snapshot is not None:

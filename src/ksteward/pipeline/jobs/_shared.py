@@ -1,0 +1,212 @@
+"""What the pipeline's jobs share: their common options, how they write and print, and small Spark helpers.
+
+A job module imports from here and from the pipeline's library modules (``readers``, ``state``, ``decide``,
+``report``), never from another job, so that each job can change without moving the others (quinn's
+layout: shared helpers in a module of their own, jobs as DataFrame-to-DataFrame functions on top).
+
+- options: :func:`add_settings_arguments` / :func:`settings_from_args` (the broker settings a decision
+  needs), :func:`parse_time` (``--from``/``--to``), :func:`parse_at` / :func:`at_kwargs` (``--at``);
+- frames: :func:`in_window`, :func:`adaptive_execution`, :func:`release_checkpoint`;
+- output: :func:`write_table`, :func:`read_table`, :func:`write_rejects`, :func:`print_table`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, MapType, StructType
+
+from ksteward.authorizer import AuthorizerSettings
+from ksteward.pipeline.readers import InputError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import DataType
+
+__all__ = [
+    "CSV_ARRAY_SEPARATOR",
+    "REJECTS_SHOWN",
+    "adaptive_execution",
+    "add_settings_arguments",
+    "at_kwargs",
+    "in_window",
+    "parse_at",
+    "parse_time",
+    "print_table",
+    "read_table",
+    "release_checkpoint",
+    "settings_from_args",
+    "write_rejects",
+    "write_table",
+]
+
+#: How many rejected lines a job prints to stderr (all of them are written to ``OUT/rejects``).
+REJECTS_SHOWN = 5
+
+#: The separator of an array's items in a CSV cell (CSV has no arrays).
+CSV_ARRAY_SEPARATOR = ";"
+
+
+# --- options ----------------------------------------------------------------------------------------
+
+
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The current broker settings: ``--server-config`` and/or the two explicit options (which win)."""
+    parser.add_argument(
+        "--server-config",
+        metavar="server.properties",
+        help="read super.users and allow.everyone.if.no.acl.found from the broker's config",
+    )
+    parser.add_argument("--super-users", metavar="'User:a;User:b'", help="the broker's super.users")
+    parser.add_argument("--allow-everyone-if-no-acl-found", choices=("true", "false"), type=str.lower,
+                        help="the broker's allow.everyone.if.no.acl.found (default false)")  # fmt: skip
+
+
+def settings_from_args(args: argparse.Namespace) -> AuthorizerSettings:
+    """The settings ``add_settings_arguments`` describe; InputError for an unreadable file or bad value."""
+    props: dict[str, str] = {}
+    if args.server_config:
+        from ksteward.configs.properties import load_properties
+
+        try:
+            props.update(load_properties(args.server_config))
+        except OSError as exc:
+            raise InputError(f"{args.server_config}: {exc.strerror or exc}") from None
+    if args.super_users is not None:
+        props["super.users"] = args.super_users
+    if args.allow_everyone_if_no_acl_found is not None:
+        props["allow.everyone.if.no.acl.found"] = args.allow_everyone_if_no_acl_found
+    try:
+        return AuthorizerSettings.from_config(props)
+    except ValueError as exc:
+        raise InputError(f"super.users: {exc}") from None
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """``--from``/``--to``: an ISO-8601 time or date, UTC when it has no zone."""
+    try:
+        moment = datetime.datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def parse_at(text: str) -> int | datetime.datetime:
+    """``--at``: a metadata offset (an integer) or an ISO-8601 time (UTC when it has no zone)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an offset or an ISO-8601 time: {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=datetime.UTC)
+
+
+def at_kwargs(at: int | datetime.datetime | None) -> dict[str, Any]:
+    """``--at`` as the ``offset=`` / ``timestamp=`` keywords of ``pipeline.state.state_at`` and ``resolve_target``."""
+    return {
+        "offset": at if isinstance(at, int) else None,
+        "timestamp": at if isinstance(at, datetime.datetime) else None,
+    }
+
+
+# --- frames -----------------------------------------------------------------------------------------
+
+
+def in_window(events: DataFrame, start: datetime.datetime | None, end: datetime.datetime | None) -> DataFrame:
+    """The events with ``start <= event_time < end`` (an open end when None)."""
+    if start is not None:
+        events = events.where(F.col("event_time") >= F.lit(start))
+    if end is not None:
+        events = events.where(F.col("event_time") < F.lit(end))
+    return events
+
+
+@contextlib.contextmanager
+def adaptive_execution(spark: SparkSession, *, enabled: bool) -> Iterator[None]:
+    """Plan the queries run inside with ``spark.sql.adaptive.enabled`` set to ``enabled``; restored after."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(enabled).lower())
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
+
+
+def release_checkpoint(frame: DataFrame) -> None:
+    """Free the blocks of a ``localCheckpoint()`` frame now rather than when the JVM collects it (no-op for
+    any other frame)."""
+    plan = frame._jdf.queryExecution().logical()
+    if plan.getClass().getSimpleName() == "LogicalRDD":
+        plan.rdd().unpersist(False)
+
+
+# --- output -----------------------------------------------------------------------------------------
+
+
+def write_table(frame: DataFrame, path: str | Path, fmt: str = "parquet", partition_by: tuple[str, ...] = ()) -> None:
+    """Write ``frame`` to ``path`` in ``fmt`` (Spark's writer name: parquet, json, csv, orc), replacing it.
+
+    CSV gets a header row and text for what it cannot hold: an array becomes its items joined by
+    ``CSV_ARRAY_SEPARATOR``, a map or struct its JSON text."""
+    if fmt == "csv":
+        frame = frame.select(*(_csv_cell(f.name, f.dataType).alias(f.name) for f in frame.schema))
+    writer = frame.write.mode("overwrite").format(fmt)
+    if fmt == "csv":
+        writer = writer.option("header", True)
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.save(str(path))
+
+
+def _csv_cell(name: str, data_type: DataType) -> Column:
+    if isinstance(data_type, ArrayType):
+        return F.concat_ws(CSV_ARRAY_SEPARATOR, F.col(name).cast("array<string>"))
+    if isinstance(data_type, MapType | StructType):
+        return F.to_json(F.col(name))
+    return F.col(name)
+
+
+def read_table(spark: SparkSession, path: str | Path, fmt: str = "parquet") -> DataFrame:
+    """Read back a table :func:`write_table` wrote (CSV: with its header row; every column is text)."""
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", True)
+    return reader.load(str(path))
+
+
+def write_rejects(rejects: DataFrame, out: str | Path, fmt: str = "parquet", err: IO[str] | None = None) -> int:
+    """Write ``rejects`` (``REJECTS_SCHEMA``) to ``out/rejects`` when there are any; print a count and the
+    first few as ``file:line: reason`` to ``err``. Returns how many there were."""
+    err = err or sys.stderr
+    first = rejects.orderBy("source_file", "source_line").limit(REJECTS_SHOWN).collect()
+    if not first:
+        return 0
+    count = rejects.count()
+    write_table(rejects, Path(out) / "rejects", fmt)
+    print(f"{count} input line(s) rejected, set aside in {Path(out) / 'rejects'}:", file=err)
+    for row in first:
+        print(f"  {row.source_file}:{row.source_line}: {row.reason}", file=err)
+    return count
+
+
+def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], out: IO[str]) -> None:
+    """A plain fixed-width table."""
+    cells = [list(map(str, header)), *([str(v) for v in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for n, row in enumerate(cells):
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=out)
+        if n == 0:
+            print("  ".join("-" * w for w in widths), file=out)
