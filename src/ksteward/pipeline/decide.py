@@ -173,7 +173,8 @@ def enum_code(column: Column | str, table: dict[str, int], *, case_sensitive: bo
 
 
 def grants_operation(acl_op: Column, requested_op: Column) -> Column:
-    """An ALLOW ACL of operation code ``acl_op`` grants ``requested_op`` (§1.3: ALL and the implications)."""
+    """An ALLOW ACL of operation code ``acl_op`` grants ``requested_op``: ALL, and the implications of
+    ``docs/authorizer.md`` §1.3."""
     granted = (acl_op == _ALL) | (acl_op == requested_op)
     for requested, implying in _IMPLICATIONS:
         granted = granted | ((requested_op == requested) & acl_op.isin(implying))
