@@ -12,8 +12,9 @@ from clients import Auth, confluent_admin, kafka_python_admin, kafkajs
 from harness import KstewardServer, ksteward_cli
 from rawkafka import RawConnection, connect
 
+from ksteward.protocol.apis import ApiKey
+
 PLAINTEXT = Auth()
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # DescribeConfigs' ConfigSource
@@ -51,7 +52,7 @@ def raw_describe(
         "include_synonyms": flags.get("synonyms", False),
         "include_documentation": flags.get("documentation", False),
     }
-    return conn.request(DESCRIBE_CONFIGS, version, body).body
+    return conn.request(ApiKey.DESCRIBE_CONFIGS, version, body).body
 
 
 def raw_incremental(
@@ -70,7 +71,7 @@ def raw_incremental(
         ],
         "validate_only": validate_only,
     }
-    responses = conn.request(INCREMENTAL_ALTER_CONFIGS, 1, body).body.responses
+    responses = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body).body.responses
     return [(int(r.error_code), r.error_message) for r in responses]
 
 
@@ -247,7 +248,7 @@ def test_legacy_alter_configs_replaces_the_whole_set(server: KstewardServer) -> 
                            "configs": [{"name": "max.message.bytes", "value": "2000"}]}],
             "validate_only": False,
         }  # fmt: skip
-        (response,) = conn.request(ALTER_CONFIGS, 2, body).body.responses
+        (response,) = conn.request(ApiKey.ALTER_CONFIGS, 2, body).body.responses
         assert int(response.error_code) == 0
         overrides = {
             c.name: c.value for c in raw_describe(conn, [(TOPIC, "legacy", None)]).results[0].configs
@@ -446,7 +447,7 @@ def test_broker_logger(server: KstewardServer) -> None:
         # Legacy AlterConfigs never supports loggers.
         body = {"resources": [{"resource_type": BROKER_LOGGER, "resource_name": "1",
                                "configs": [{"name": "root", "value": "INFO"}]}], "validate_only": False}  # fmt: skip
-        (legacy,) = conn.request(ALTER_CONFIGS, 2, body).body.responses
+        (legacy,) = conn.request(ApiKey.ALTER_CONFIGS, 2, body).body.responses
         assert (int(legacy.error_code), legacy.error_message) == (INVALID_REQUEST, "Unknown resource type 8")
         # DELETE gives the logger back its parent's level.
         assert raw_incremental(conn, [(BROKER_LOGGER, "1", [("ksteward.server.app", DELETE, None)])]) == [(0, None)]
@@ -489,7 +490,7 @@ def test_sensitive_broker_config_is_never_visible(server_factory: Any) -> None:
     with connect(s.address) as conn:
         assert raw_incremental(conn, [(BROKER, "1", [(key, SET, SECRET)])]) == [(0, None)]
         response = conn.request(
-            DESCRIBE_CONFIGS, 4,
+            ApiKey.DESCRIBE_CONFIGS, 4,
             {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": None}],
              "include_synonyms": True, "include_documentation": True},
         )  # fmt: skip
@@ -559,7 +560,7 @@ def test_config_authorization(sasl_server: KstewardServer) -> None:
     # The shipped SASL config holds PLAIN passwords in a listener-prefixed sasl.jaas.config: never shown.
     with login(sasl_server, "admin", "admin-secret") as admin:
         response = admin.request(
-            DESCRIBE_CONFIGS, 4,
+            ApiKey.DESCRIBE_CONFIGS, 4,
             {"resources": [{"resource_type": BROKER, "resource_name": "1", "configuration_keys": None}],
              "include_synonyms": True, "include_documentation": False},
         )  # fmt: skip

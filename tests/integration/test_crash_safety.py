@@ -15,7 +15,8 @@ import pytest
 from harness import KstewardServer
 from rawkafka import ConnectionClosed, RawConnection, connect
 
-ALTER_SCRAM, DESCRIBE_SCRAM = 51, 50
+from ksteward.protocol.apis import ApiKey
+
 SALT = b"crash-test-salt"
 SALTED = hashlib.pbkdf2_hmac("sha256", b"pw", SALT, 4096)
 WRITERS = 4
@@ -28,7 +29,7 @@ def _upsert(name: str) -> dict[str, object]:
 def _alter_pair(conn: RawConnection, n: int) -> bool:
     """Upsert uN-a and uN-b in one request; True once the server acknowledged both."""
     body = {"deletions": [], "upsertions": [_upsert(f"u{n}-a"), _upsert(f"u{n}-b")]}
-    response = conn.request(ALTER_SCRAM, 0, body)
+    response = conn.request(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, body)
     codes = {r.user: int(r.error_code) for r in response.body.results}
     assert codes == {f"u{n}-a": 0, f"u{n}-b": 0}, codes
     return True
@@ -36,7 +37,7 @@ def _alter_pair(conn: RawConnection, n: int) -> bool:
 
 def _users(server: KstewardServer) -> set[str]:
     with connect(server.address) as conn:
-        response = conn.request(DESCRIBE_SCRAM, 0, {"users": None})
+        response = conn.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
         assert int(response.body.error_code) == 0
         return {r.user for r in response.body.results}
 

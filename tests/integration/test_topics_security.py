@@ -17,9 +17,10 @@ from clients import Auth, confluent_admin
 from harness import KstewardServer
 from rawkafka import RawConnection, connect, decode_response
 
+from ksteward.protocol.apis import ApiKey
+
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
 TIMEOUT = datetime.timedelta(seconds=30)
-METADATA, DELETE_TOPICS = 3, 20
 TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC, UNKNOWN_TOPIC_ID, POLICY_VIOLATION = 29, 3, 100, 44
 
 
@@ -56,7 +57,9 @@ def login(server: KstewardServer, user: str, password: str) -> RawConnection:
 
 def delete_codes(conn: RawConnection, names: list[str], version: int = 6, **extra: object) -> dict[str, int]:
     body = conn.request(
-        DELETE_TOPICS, version, {"topics": [{"name": n, "topic_id": None} for n in names], "timeout": TIMEOUT, **extra}
+        ApiKey.DELETE_TOPICS,
+        version,
+        {"topics": [{"name": n, "topic_id": None} for n in names], "timeout": TIMEOUT, **extra},
     ).body
     return {r.name: int(r.error_code) for r in body.responses}
 
@@ -72,11 +75,11 @@ def test_unknown_versus_unauthorized(server: KstewardServer) -> None:
             "secret": TOPIC_AUTHORIZATION_FAILED,
             "ghost": TOPIC_AUTHORIZATION_FAILED,
         }
-        body = alice.request(METADATA, 12, {"topics": [{"name": "secret", "topic_id": None}],
+        body = alice.request(ApiKey.METADATA, 12, {"topics": [{"name": "secret", "topic_id": None}],
                                              "allow_auto_topic_creation": False,
                                              "include_topic_authorized_operations": False}).body  # fmt: skip
         assert [(t.name, int(t.error_code)) for t in body.topics] == [("secret", TOPIC_AUTHORIZATION_FAILED)]
-        everything = alice.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+        everything = alice.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
                                                   "include_topic_authorized_operations": False}).body  # fmt: skip
         assert list(everything.topics) == []
     grant = ("TOPIC", "*", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")
@@ -104,13 +107,13 @@ def test_delete_by_topic_id(server: KstewardServer) -> None:
     metadata = confluent_admin(server.bootstrap, ADMIN).list_topics(timeout=10)
     assert "by-id" in metadata.topics
     with login(server, "admin", "admin-secret") as admin:
-        md = admin.request(METADATA, 12, {"topics": [{"name": "by-id", "topic_id": None}],
+        md = admin.request(ApiKey.METADATA, 12, {"topics": [{"name": "by-id", "topic_id": None}],
                                           "allow_auto_topic_creation": False,
                                           "include_topic_authorized_operations": False}).body  # fmt: skip
         topic_id = md.topics[0].topic_id
         import uuid
 
-        body = admin.request(DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": topic_id},
+        body = admin.request(ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": None, "topic_id": topic_id},
                                                            {"name": None, "topic_id": uuid.uuid4()}],
                                                 "timeout": TIMEOUT}).body  # fmt: skip
         results = {(r.topic_id, int(r.error_code)) for r in body.responses}
@@ -122,7 +125,7 @@ def test_delete_by_topic_id(server: KstewardServer) -> None:
 def delete_topics_v7_payload(names: list[str], correlation_id: int) -> bytes:
     """DeleteTopics v7 (v6 + validate_only=true), written byte by byte, independent of any codec."""
     client = b"raw-test"
-    header = struct.pack(">hhih", DELETE_TOPICS, 7, correlation_id, len(client)) + client + b"\x00"
+    header = struct.pack(">hhih", ApiKey.DELETE_TOPICS, 7, correlation_id, len(client)) + client + b"\x00"
     body = bytes([len(names) + 1])
     for name in names:
         body += bytes([len(name) + 1]) + name.encode() + bytes(16) + b"\x00"  # name, zero topic id, no tags
@@ -151,7 +154,7 @@ def test_delete_topics_v7_validate_only_through_the_ksteward_client(server: Kste
     assert {"dry", "keep-me"} <= topic_names(server)  # validate-only deleted nothing
     with login(server, "admin", "admin-secret") as admin:  # and the same on the raw wire, encoded by hand
         admin.send_frame(delete_topics_v7_payload(["dry"], correlation_id=77))
-        response = decode_response(DELETE_TOPICS, 6, admin.read_frame())  # v7's response is v6's layout
+        response = decode_response(ApiKey.DELETE_TOPICS, 6, admin.read_frame())  # v7's response is v6's layout
         assert response.correlation_id == 77
         assert [(r.name, int(r.error_code)) for r in response.body.responses] == [("dry", 0)]
     assert "dry" in topic_names(server)
@@ -165,17 +168,17 @@ def test_metadata_reports_authorized_operations_when_asked(server: KstewardServe
                "include_topic_authorized_operations": True}  # fmt: skip
     topic_ops = {3, 4, 5, 6, 7, 8, 10, 11}  # READ WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
     with login(server, "admin", "admin-secret") as admin:
-        (topic,) = admin.request(METADATA, 12, request).body.topics
+        (topic,) = admin.request(ApiKey.METADATA, 12, request).body.topics
         assert int(topic.topic_authorized_operations) == sum(1 << op for op in topic_ops)
     grant = ("TOPIC", "secret", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")
     acl_client("kafka-python", server.bootstrap).create(ADMIN, [grant])
     try:
         with login(server, "alice", "alice-secret") as alice:
-            (topic,) = alice.request(METADATA, 12, request).body.topics
+            (topic,) = alice.request(ApiKey.METADATA, 12, request).body.topics
             assert int(topic.error_code) == 0
             assert int(topic.topic_authorized_operations) == 1 << 8  # DESCRIBE only
             not_asked = {**request, "include_topic_authorized_operations": False}
-            (topic,) = alice.request(METADATA, 12, not_asked).body.topics
+            (topic,) = alice.request(ApiKey.METADATA, 12, not_asked).body.topics
             assert int(topic.topic_authorized_operations) == -(2**31)
     finally:
         acl_client("kafka-python", server.bootstrap).delete(ADMIN, [grant])
