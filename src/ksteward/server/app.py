@@ -185,6 +185,9 @@ class Server:
             except RuntimeError as exc:  # the metadata log failed: no more writes, nothing to check
                 log.error("broker session check stopped: %s", exc)
                 return
+            except Exception:  # a bug must not end the check for good: the next tick tries again
+                log.exception("broker session check failed")
+                continue
             for broker_id in fenced:
                 log.info("fenced broker %d: its session timed out", broker_id)
 
