@@ -6,7 +6,8 @@
   lists it; a topic assigned to it is led by it;
 - another incarnation of broker 2 is refused while the first one's session is live;
 - once broker 2 stops heartbeating it is fenced: Metadata drops it and its partition's leader moves to
-  broker 1; after that a new incarnation may register.
+  broker 1; after that a new incarnation may register;
+- a broker that asks to shut down loses its leadership first, then is told to shut down.
 
 Broker 2 advertises the server's own client listener, so a client sent to "node 2" reaches the server.
 """
@@ -27,7 +28,7 @@ from rawkafka import RawConnection, connect
 from ksteward.protocol.apis import ApiKey
 
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
-SESSION_MS = 1500
+SESSION_MS = 3000
 NONE, CLUSTER_AUTHORIZATION_FAILED, DUPLICATE_BROKER_REGISTRATION = 0, 31, 101
 SASL_PLAINTEXT = 2  # SecurityProtocol id
 CLUSTER, LITERAL, CLUSTER_ACTION, ALLOW = 4, 3, 9, 3
@@ -56,19 +57,21 @@ def register(conn: RawConnection, server: KstewardServer, incarnation: uuid.UUID
     return conn.request(ApiKey.BROKER_REGISTRATION, 4, registration(server, incarnation)).body
 
 
-def beat(conn: RawConnection, epoch: int, offset: int) -> Any:
+def beat(conn: RawConnection, epoch: int, offset: int, *, shut_down: bool = False) -> Any:
     body = {"broker_id": 2, "broker_epoch": epoch, "current_metadata_offset": offset, "want_fence": False,
-            "want_shut_down": False}  # fmt: skip
+            "want_shut_down": shut_down}  # fmt: skip
     return conn.request(ApiKey.BROKER_HEARTBEAT, 1, body).body
 
 
 class Heartbeats:
-    """Broker 2's heartbeats, every fifth of a session, on their own connection, until stopped."""
+    """Broker 2's heartbeats, every tenth of a session, on their own connection, until stopped; with
+    ``want_shut_down`` set they ask for a controlled shutdown."""
 
     def __init__(self, server: KstewardServer, epoch: int) -> None:
         self.conn = connect((HOST, server.controller_port))
         self.epoch = epoch
         self.last: Any = None
+        self.want_shut_down = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -76,8 +79,8 @@ class Heartbeats:
         while not self._stop.is_set():
             # A broker reports the offset it has applied; this one claims its registration's, which is
             # where a new incarnation's epoch sits, so it counts as caught up.
-            self.last = beat(self.conn, self.epoch, self.epoch)
-            self._stop.wait(SESSION_MS / 5000)  # the heartbeat interval, not synchronisation
+            self.last = beat(self.conn, self.epoch, self.epoch, shut_down=self.want_shut_down)
+            self._stop.wait(SESSION_MS / 10_000)  # the heartbeat interval, not synchronisation
 
     def __enter__(self) -> Heartbeats:
         self._thread.start()
@@ -123,16 +126,16 @@ def test_registration_is_served_on_the_controller_listener_only(server: Ksteward
     assert {ApiKey.BROKER_REGISTRATION, ApiKey.BROKER_HEARTBEAT} <= versions
 
 
-def create_topic_on_two(server: KstewardServer) -> None:
+def create_topic_on_two(server: KstewardServer, name: str = "on-two") -> None:
     """CreateTopics with a manual assignment: one partition on brokers 2 and 1, so broker 2 leads it."""
-    topic = {"name": "on-two", "num_partitions": -1, "replication_factor": -1, "configs": [],
+    topic = {"name": name, "num_partitions": -1, "replication_factor": -1, "configs": [],
              "assignments": [{"partition_index": 0, "broker_ids": [2, 1]}]}  # fmt: skip
     with connect(server.address) as conn:
         assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
         body = conn.request(
             ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": datetime.timedelta(seconds=15)}
         ).body
-    assert [(t.name, int(t.error_code)) for t in body.topics] == [("on-two", NONE)]
+    assert [(t.name, int(t.error_code)) for t in body.topics] == [(name, NONE)]
 
 
 def brokers(admin: Any) -> set[int]:
@@ -171,3 +174,20 @@ def test_a_broker_joins_is_fenced_when_silent_and_its_leadership_moves(
     assert list(partition.isrs) == [1]
     body = register(controller, server, uuid.uuid4())  # the old session is gone: a new incarnation is welcome
     assert int(body.error_code) == NONE and int(body.broker_epoch) > epoch
+
+
+def test_controlled_shutdown_moves_leadership_before_the_broker_is_told_to_go(
+    server: KstewardServer, controller: RawConnection
+) -> None:
+    grant_cluster_action_to_anonymous(server)
+    body = register(controller, server, uuid.uuid4())
+    assert int(body.error_code) == NONE
+    admin = confluent_admin(server.bootstrap, ADMIN)
+    with Heartbeats(server, int(body.broker_epoch)) as heartbeats:
+        wait_for(lambda: heartbeats.last is not None and not heartbeats.last.is_fenced, 10, "broker 2 unfenced")
+        create_topic_on_two(server, "leaving")
+        wait_for(lambda: leader(admin, "leaving") == 2, 10, "broker 2 to lead leaving")
+        heartbeats.want_shut_down = True  # SIGTERM on a real broker
+        wait_for(lambda: heartbeats.last.should_shut_down, 10, "ShouldShutDown")
+        assert heartbeats.last.is_fenced
+        assert leader(admin, "leaving") == 1 and brokers(admin) == {1}
