@@ -1,11 +1,15 @@
 """Metadata (key 3) and DescribeCluster (key 60): the cluster as the committed image has it.
 
 Brokers are listed with their endpoint for the listener the request arrived on, as Kafka does, so a
-client that bootstrapped on one listener is never sent to another.
+client that bootstrapped on one listener is never sent to another. Only unfenced brokers are listed
+(Kafka's ``KRaftMetadataCache.getAliveBrokerNodes``; brokers in controlled shutdown are still unfenced),
+and the ``ControllerId`` is a random unfenced broker, as a KRaft broker reports it: clients send their
+controller-bound requests to a broker, which forwards them (KIP-590).
 """
 
 from __future__ import annotations
 
+import random
 import uuid
 from typing import Any
 
@@ -44,6 +48,13 @@ def _brokers(image: MetadataImage, listener: str, include_fenced: bool = False) 
             }
         )
     return brokers
+
+
+def random_alive_broker(image: MetadataImage) -> int:
+    """Kafka's ``KRaftMetadataCache.getRandomAliveBrokerId``: any unfenced broker, whatever its listeners;
+    -1 (``MetadataResponse.NO_CONTROLLER_ID``) when every broker is fenced."""
+    alive = [broker_id for broker_id, reg in image.cluster.items() if not reg.fenced]
+    return random.choice(alive) if alive else -1
 
 
 def _denied_topic(name: str) -> dict[str, Any]:
@@ -172,7 +183,7 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
         "error_code": ErrorCode.none,  # v13+ (KIP-1102): a top-level error for rebootstrapping clients
         "brokers": _brokers(image, ctx.listener),
         "cluster_id": node.cluster_id,
-        "controller_id": node.config.node_id,
+        "controller_id": random_alive_broker(image),
         "topics": topics,
         "cluster_authorized_operations": cluster_authorized_operations(
             node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
@@ -189,7 +200,7 @@ async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any)
         "error_message": None,
         "endpoint_type": endpoint_type,
         "cluster_id": node.cluster_id,
-        "controller_id": node.config.node_id,
+        "controller_id": random_alive_broker(node.image),
         "brokers": [],
         "cluster_authorized_operations": cluster_authorized_operations(
             node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))

@@ -305,6 +305,11 @@ _KEYS: Final = (
        "than this."),
     _k("sasl.server.max.receive.size", T.INT, "524288", None, MEDIUM, RO,
        "The maximum receive size allowed before and during initial SASL authentication."),
+    _k("broker.session.timeout.ms", T.INT, "9000", None, HIGH, RO,
+       "The length of time in milliseconds that a broker lease lasts if no heartbeats are made. Used when "
+       "running in KRaft mode. Only applies to controllers."),
+    _k("broker.heartbeat.interval.ms", T.INT, "2000", None, MEDIUM, RO,
+       "The length of time in milliseconds between broker heartbeats. Used when running in KRaft mode."),
 )  # fmt: skip
 
 BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in _KEYS})

@@ -79,6 +79,8 @@ class ServerConfig:
     audit_log_allowed: bool
     audit_log_denied: bool
     static: Mapping[str, str] = field(repr=False)
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
 
     @property
     def is_broker(self) -> bool:
@@ -331,4 +333,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         audit_log_allowed=_bool(props, "audit.log.allowed", True),
         audit_log_denied=_bool(props, "audit.log.denied", True),
         static=MappingProxyType(dict(props)),
+        # KRaft broker sessions (Kafka's KafkaConfig): a broker silent this long is fenced by the controller.
+        broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
+        broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
     )

@@ -9,13 +9,21 @@ forwarding exists.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.membership import (
+    ClusterControlManager,
+    HeartbeatReply,
+    HeartbeatRequest,
+    RegistrationReply,
+    RegistrationRequest,
+)
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
 from ksteward.controller.result import ApiError, ControllerResult
@@ -51,8 +59,12 @@ class Controller:
         writer: MetadataWriter,
         topics: TopicControlManager | None = None,
         configs: ConfigControlManager | None = None,
+        membership: ClusterControlManager | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.writer = writer
+        self.clock = clock  # the session clock of broker heartbeats (seconds, monotonic)
+        self.membership = membership or ClusterControlManager("", session_timeout_s=9.0)
         self.acls = AclControlManager()
         self.mutation_quotas = MutationQuotas()  # KIP-599 buckets
         self.topics = topics or TopicControlManager()
@@ -68,6 +80,20 @@ class Controller:
     async def bootstrap(self, broker: BrokerRegistration | None) -> None:
         """Before the listeners open: finalize metadata.version on a new log, register this broker."""
         await self._commit(bootstrap(self.writer.latest, broker))
+        self.membership.activate(self.writer.latest, self.clock())
+
+    async def register_broker(self, request: RegistrationRequest) -> RegistrationReply:
+        """BrokerRegistration (62): the broker epoch once its RegisterBrokerRecord is durable."""
+        return await self._commit(self.membership.register_broker(self.writer.latest, request, self.clock()))
+
+    async def broker_heartbeat(self, request: HeartbeatRequest) -> HeartbeatReply:
+        """BrokerHeartbeat (63): the reply once its fence / unfence / shutdown records are durable."""
+        return await self._commit(self.membership.process_heartbeat(self.writer.latest, request, self.clock()))
+
+    async def fence_stale_brokers(self, now: float | None = None) -> list[int]:
+        """The periodic session check: fence every broker whose session expired; the ids fenced."""
+        now = self.clock() if now is None else now
+        return await self._commit(self.membership.fence_stale_brokers(self.writer.latest, now))
 
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,

@@ -4,7 +4,9 @@ broker registration, as Kafka's ``FeatureControlManager`` and ``ClusterControlMa
 Pure record generation, like every manager here: :func:`bootstrap` reads the image and returns the
 records the controller commits before the listeners open. A first start writes a FeatureLevelRecord;
 a broker writes a RegisterBrokerRecord unless the image already holds an unfenced registration with
-the same endpoints and rack (a restart with an unchanged configuration writes nothing).
+the same endpoints and rack (a restart with an unchanged configuration writes nothing). This node's broker
+is its own controller, so it registers unfenced; other brokers join through BrokerRegistration and
+BrokerHeartbeat (:mod:`ksteward.controller.membership`, docs/cluster-membership.md).
 """
 
 from __future__ import annotations

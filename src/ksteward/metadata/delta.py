@@ -14,7 +14,8 @@ Replay rules (Kafka's ``ConfigurationsDelta``, ``TopicsDelta`` and ``AclsDelta``
 value deletes the key and an emptied resource is dropped; RemoveTopicRecord drops the topic, its
 partitions and its TOPIC configs; a TopicRecord for an existing name or id, a PartitionRecord or
 PartitionChangeRecord for an unknown topic or partition, removing an unknown topic or ACL id, and
-adding a second ACL with an existing id are replay errors. Each ACL record also updates the 7-tuple
+adding a second ACL with an existing id are replay errors; so is a broker fence, unfence or registration
+change for an unregistered broker or another broker epoch. Each ACL record also updates the 7-tuple
 index ``AclsImage.by_binding``. Transaction markers, NoOpRecord and ZkMigrationStateRecord change nothing
 here (``loader`` implements metadata transactions).
 """
@@ -198,13 +199,23 @@ class MetadataDelta:
     def _unregister_broker(self, record: r.UnregisterBrokerRecord) -> None:
         self._brokers().pop(int(record.broker_id), None)
 
+    def _registered(self, broker_id: int, epoch: int, what: str) -> r.RegisterBrokerRecord:
+        """The registration a change record names; one for another epoch is a replay error, as in Kafka's
+        ``ClusterControlManager.replayRegistrationChange`` ("no broker registration with that epoch")."""
+        broker = self._broker(broker_id, what)
+        if int(broker.broker_epoch) != epoch:
+            raise MetadataReplayError(
+                f"{what} for broker {broker_id} epoch {epoch}: no broker registration with that epoch found"
+            )
+        return broker
+
     def _fence(self, record: r.FenceBrokerRecord | r.UnfenceBrokerRecord) -> None:
-        broker = self._broker(int(record.id), type(record).__name__)
+        broker = self._registered(int(record.id), int(record.epoch), type(record).__name__)
         fenced = isinstance(record, r.FenceBrokerRecord)
         self._brokers()[int(record.id)] = dataclasses.replace(broker, fenced=fenced)
 
     def _registration_change(self, record: r.AnyBrokerRegistrationChangeRecord) -> None:
-        broker = self._broker(int(record.broker_id), "BrokerRegistrationChangeRecord")
+        broker = self._registered(int(record.broker_id), int(record.broker_epoch), "BrokerRegistrationChangeRecord")
         changes: dict[str, Any] = {}
         if record.fenced not in (-1, 0, 1):
             raise MetadataReplayError(f"BrokerRegistrationChangeRecord with invalid fenced value {record.fenced}")

@@ -12,6 +12,7 @@ from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
@@ -40,11 +41,17 @@ _TOPICS = [
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
 ]
 
+_MEMBERSHIP = [
+    ApiSpec(ApiKey.BROKER_REGISTRATION, 0, 4, handle_broker_registration),
+    ApiSpec(ApiKey.BROKER_HEARTBEAT, 0, 2, handle_broker_heartbeat),
+]
+
 
 def broker_api_table() -> ApiTable:
     return ApiTable([*_COMMON, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
 
 
 def controller_api_table() -> ApiTable:
-    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata."""
-    return ApiTable([*_COMMON, *_TOPICS])
+    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register and
+    heartbeat here only (Kafka's ControllerApis)."""
+    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP])

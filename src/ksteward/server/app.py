@@ -14,6 +14,7 @@ import gc
 import hashlib
 import logging
 import signal
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.active import Controller
 from ksteward.controller.cluster import BrokerRegistration
 from ksteward.controller.configs import ConfigControlManager
+from ksteward.controller.membership import ClusterControlManager
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
 from ksteward.controller.result import ApiError
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
@@ -85,6 +87,7 @@ class Server:
         self._audit: AuditLogWriter | None = None
         self._policies: Policies | None = None
         self._dir_locks: list[DirectoryLock] = []
+        self._session_check: asyncio.Task[None] | None = None
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -151,15 +154,42 @@ class Server:
         self._metadata_log = metadata_log
         topics = self._topic_manager()
         configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
-        self._controller = Controller(self._committer, topics, configs)
+        membership = ClusterControlManager(
+            self._cluster_id,
+            session_timeout_s=cfg.broker_session_timeout_ms / 1000,
+            local_broker_id=cfg.node_id if cfg.is_broker else None,
+        )
+        self._controller = Controller(self._committer, topics, configs, membership, clock=time.monotonic)
         self._controller.mutation_quotas = self._mutation_quotas()
         self._committer.start()
         await self._controller.bootstrap(self._broker_registration())
+        self._session_check = asyncio.get_running_loop().create_task(
+            self._fence_stale_brokers(), name="broker-session-check"
+        )
         runtimes = self._listener_runtimes()
         for endpoint in cfg.listeners:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+
+    async def _fence_stale_brokers(self) -> None:
+        """The controller's periodic session check (Kafka's ``maybeFenceStaleBroker`` task): every
+        tick fences the brokers whose last heartbeat is older than broker.session.timeout.ms. A tick
+        every eighth of a session bounds how late a dead broker is fenced."""
+        assert self._controller is not None
+        interval = max(self._config.broker_session_timeout_ms / 8000, 0.01)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                fenced = await self._controller.fence_stale_brokers(time.monotonic())
+            except RuntimeError as exc:  # the metadata log failed: no more writes, nothing to check
+                log.error("broker session check stopped: %s", exc)
+                return
+            except Exception:  # a bug must not end the check for good: the next tick tries again
+                log.exception("broker session check failed")
+                continue
+            for broker_id in fenced:
+                log.info("fenced broker %d: its session timed out", broker_id)
 
     def _mutation_quotas(self) -> MutationQuotas:
         """KIP-599's buckets hold ``controller.quota.window.num`` windows of
@@ -365,6 +395,9 @@ class Server:
         await self.stop()
 
     async def stop(self) -> None:
+        if self._session_check is not None:
+            self._session_check.cancel()
+            await asyncio.gather(self._session_check, return_exceptions=True)
         for bound in self._listeners:
             bound.server.close()
         for task in list(self._connections):
