@@ -349,9 +349,8 @@ def test_epoch_history_is_derived_from_batches_and_survives_reopen(tmp_path: Pat
         assert [None if f is None else (f.offset, f.epoch) for f in found] == [
             (5, 1), (5, 1), (8, 3), (11, 5), None,
         ]  # fmt: skip
-        assert history.end_offset_for(0, end) == OffsetAndEpoch(
-            0, 0
-        )  # below every epoch: its own epoch, the first start
+        # Below every epoch: that epoch itself, ending where the first known epoch starts.
+        assert history.end_offset_for(0, end) == OffsetAndEpoch(0, 0)
 
 
 def test_read_raw_returns_whole_stored_batches_within_the_limits(tmp_path: Path) -> None:
