@@ -18,6 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.metadata.epochs import OffsetAndEpoch
+from ksteward.metadata.log import OffsetOutOfRangeError
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
@@ -108,7 +109,19 @@ class RaftLeader:
         return ParkedFetch(int(partition.fetch_offset), max_wait_ms)
 
     def complete_fetch(self, request: Any, api_version: int, listener: str) -> Any:
-        """Kafka's ``tryCompleteFetchRequest``: validate the epoch and the log position and read."""
+        """Kafka's ``tryCompleteFetchRequest``: validate the epoch and the log position and read. As there,
+        an unexpected failure is logged and answered ``UNKNOWN_SERVER_ERROR``."""
+        try:
+            try:
+                return self._try_complete_fetch(request, api_version, listener)
+            except OffsetOutOfRangeError:
+                # A snapshot let the log start move between the check and the read: check again.
+                return self._try_complete_fetch(request, api_version, listener)
+        except Exception:
+            log.exception("unexpected error completing a Fetch of __cluster_metadata")
+            return self._fetch_response(ErrorCode.unknown_server_error, api_version, listener)
+
+    def _try_complete_fetch(self, request: Any, api_version: int, listener: str) -> Any:
         partition = request.topics[0].partitions[0]
         error = self._leader_only_error(int(partition.current_leader_epoch))
         if error is not None:

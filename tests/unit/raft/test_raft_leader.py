@@ -262,3 +262,35 @@ def test_fetch_snapshot_for_another_partition_or_cluster(log: MetadataLog) -> No
     wrong = leader.handle_fetch_snapshot(snapshot_request(6, 3, 0, leader_epoch=5, cluster_id="x"), 1, CONTROLLER)
     assert wrong.error_code == ErrorCode.inconsistent_cluster_id
     assert CLUSTER_ID != "x"
+
+
+class _FlakyView:
+    """A view whose reads fail as a concurrent segment deletion or a broken disk would make them."""
+
+    def __init__(self, inner: object, errors: list[Exception]) -> None:
+        self._inner = inner
+        self._errors = errors
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        if self._errors:
+            raise self._errors.pop(0)
+        return self._inner.read(offset, max_bytes)  # type: ignore[attr-defined]
+
+
+def test_a_read_racing_a_segment_deletion_is_checked_again(log: MetadataLog) -> None:
+    from ksteward.metadata.log import OffsetOutOfRangeError
+
+    leader = leader_for(log, epoch=5)
+    leader.log = _FlakyView(leader.log, [OffsetOutOfRangeError("segment deleted")])  # type: ignore[assignment]
+    data = partition_of(leader.handle_fetch(fetch_request(3, 1, leader_epoch=5), 17, CONTROLLER))
+    assert data.error_code == ErrorCode.none and data.records
+
+
+def test_an_unexpected_failure_is_unknown_server_error(log: MetadataLog) -> None:
+    leader = leader_for(log, epoch=5)
+    leader.log = _FlakyView(leader.log, [OSError("disk")])  # type: ignore[assignment]
+    data = partition_of(leader.handle_fetch(fetch_request(3, 1, leader_epoch=5), 17, CONTROLLER))
+    assert data.error_code == ErrorCode.unknown_server_error and data.high_watermark == -1
