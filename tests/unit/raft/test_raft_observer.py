@@ -260,3 +260,31 @@ def test_observer_below_the_log_start_downloads_the_snapshot_then_follows(
         assert follower.installed and follower.log.snapshots()[0].end_offset == 150
         assert follower.log.next_offset == leader_log.next_offset == observer.high_watermark
         assert segment_bytes_from(follower.log, 150) == segment_bytes_from(leader_log, 150) and start <= 150
+
+
+def test_observer_resumes_from_its_own_log_after_a_restart(tmp_path: Path) -> None:
+    with open_log(tmp_path / "leader") as leader_log:
+        write_epochs(leader_log, [(1, 4)] * 5)
+        leader = leader_for(leader_log, epoch=1)
+        first = FollowerLog(open_log(tmp_path / "observer"))
+        replicate(leader, RaftObserver(cluster_id=CLUSTER_ID, replica_id=7), first)
+        first.close()
+        write_epochs(leader_log, [(1, 4)] * 5)
+        again = FollowerLog(open_log(tmp_path / "observer"))
+        try:
+            observer = RaftObserver(cluster_id=CLUSTER_ID, replica_id=7)
+            request = observer.next_request(again.view)[2].topics[0].partitions[0]
+            assert (request.fetch_offset, request.last_fetched_epoch) == (20, 1)
+            replicate(leader, observer, again)
+            assert segment_bytes_from(again.log, 0) == segment_bytes_from(leader_log, 0)
+            assert observer.high_watermark == 40
+        finally:
+            again.close()
+
+
+def test_fetch_v18_with_the_followers_high_watermark_is_served(tmp_path: Path, follower: FollowerLog) -> None:
+    with open_log(tmp_path / "leader") as leader_log:
+        write_epochs(leader_log, [(1, 4)] * 3)
+        observer = RaftObserver(cluster_id=CLUSTER_ID, replica_id=7, fetch_version=18)
+        replicate(leader_for(leader_log, epoch=1), observer, follower)
+        assert follower.log.next_offset == 12 == observer.high_watermark
