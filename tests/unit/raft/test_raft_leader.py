@@ -294,3 +294,25 @@ def test_an_unexpected_failure_is_unknown_server_error(log: MetadataLog) -> None
     leader.log = _FlakyView(leader.log, [OSError("disk")])  # type: ignore[assignment]
     data = partition_of(leader.handle_fetch(fetch_request(3, 1, leader_epoch=5), 17, CONTROLLER))
     assert data.error_code == ErrorCode.unknown_server_error and data.high_watermark == -1
+
+
+@pytest.mark.parametrize("version", range(4, 19))
+def test_every_served_fetch_version_encodes(log: MetadataLog, version: int) -> None:
+    from ksteward.protocol.apis import ApiKey
+    from ksteward.protocol.build import build
+    from ksteward.protocol.codec import encode_response, request_class
+    from ksteward.server.raft_service import fetch_error_response
+
+    topic: dict[str, object] = {"topic": "__cluster_metadata", "topic_id": METADATA_TOPIC_ID, "partitions": [
+        {"partition": 0, "current_leader_epoch": 5, "fetch_offset": 3, "last_fetched_epoch": 1,
+         "partition_max_bytes": 0}]}  # fmt: skip
+    request = build(request_class(ApiKey.FETCH, version), {
+        "replica_id": 7, "max_wait": 0, "min_bytes": 0, "topics": [topic], "forgotten_topics_data": []})  # fmt: skip
+    response = leader_for(log, epoch=5).handle_fetch(request, version, CONTROLLER)
+    assert encode_response(ApiKey.FETCH, version, 1, response)
+    if version >= 13:
+        assert partition_of(response).records
+    refused = fetch_error_response(request, version, ErrorCode.cluster_authorization_failed)
+    assert encode_response(ApiKey.FETCH, version, 1, refused)
+    if version < 13:
+        assert partition_of(refused).error_code == ErrorCode.cluster_authorization_failed
