@@ -15,6 +15,7 @@ from kio.schema.snapshot_footer_record.v0 import SnapshotFooterRecord
 from kio.schema.snapshot_header_record.v0 import SnapshotHeaderRecord
 
 from ksteward.metadata.batch import encode_batch, iter_batches
+from ksteward.metadata.epochs import OffsetAndEpoch
 from ksteward.metadata.log import (
     PARTITION_DIR_NAME,
     SNAPSHOT_BATCH_RECORDS,
@@ -323,3 +324,104 @@ def test_snapshot_with_an_unparsable_data_batch(tmp_path: Path) -> None:
     _end, _epoch, got = read_snapshot(path)
     with pytest.raises(CorruptSnapshotError, match="bad records"):
         list(got)
+
+
+# --- replication: the leader's raw reads, the follower's writes (KRaft, KIP-595 / KIP-630) ---------
+
+
+def epochs_log(path: Path, layout: list[tuple[int, int]], segment_bytes: int = 1 << 20) -> MetadataLog:
+    log = MetadataLog.open(path, segment_bytes=segment_bytes, logger=LOGGER)
+    for epoch, count in layout:
+        log.append(values(log.next_offset, count), timestamp_ms=log.next_offset, leader_epoch=epoch)
+    log.flush()
+    return log
+
+
+def test_epoch_history_is_derived_from_batches_and_survives_reopen(tmp_path: Path) -> None:
+    with epochs_log(tmp_path, [(1, 3), (1, 2), (3, 3), (5, 3)], segment_bytes=200) as log:
+        assert log.epoch_history.entries() == [(1, 0), (3, 5), (5, 8)]
+        assert log.last_fetched_epoch == 5
+    with MetadataLog.open(tmp_path, segment_bytes=200, logger=LOGGER) as log:
+        history = log.epoch_history
+        assert history.entries() == [(1, 0), (3, 5), (5, 8)]
+        end = log.next_offset
+        found = [history.end_offset_for(e, end) for e in (1, 2, 3, 5, 6)]
+        assert [None if f is None else (f.offset, f.epoch) for f in found] == [
+            (5, 1), (5, 1), (8, 3), (11, 5), None,
+        ]  # fmt: skip
+        # Below every epoch: that epoch itself, ending where the first known epoch starts.
+        assert history.end_offset_for(0, end) == OffsetAndEpoch(0, 0)
+
+
+def test_read_raw_returns_whole_stored_batches_within_the_limits(tmp_path: Path) -> None:
+    with epochs_log(tmp_path, [(1, 3)] * 10, segment_bytes=300) as log:
+        everything = log.read_raw(0, 1 << 20)
+        assert [b.base_offset for b in iter_batches(everything)] == list(range(0, 30, 3))
+        assert everything == b"".join(
+            (log.directory / p.name).read_bytes() for p in sorted(log.directory.glob("*.log"))
+        )
+        one = log.read_raw(4, 1)  # at least the batch holding offset 4, even over the byte limit
+        assert [b.base_offset for b in iter_batches(one)] == [3]
+        assert [b.base_offset for b in iter_batches(log.read_raw(0, 1 << 20, end_offset=9))] == [0, 3, 6]
+        assert log.read_raw(30, 1 << 20) == b""
+
+
+def test_append_raw_keeps_offsets_and_epochs_and_checks_them(tmp_path: Path) -> None:
+    with epochs_log(tmp_path / "leader", [(1, 2), (4, 3)]) as leader, epochs_log(tmp_path / "f", []) as follower:
+        data = leader.read_raw(0, 1 << 20)
+        assert follower.append_raw(data) == (0, 4)
+        assert follower.read_raw(0, 1 << 20) == data and follower.epoch_history.entries() == [(1, 0), (4, 2)]
+        stale = encode_batch(5, [b"x"], timestamp_ms=1, leader_epoch=3)
+        with pytest.raises(MetadataLogError, match="epochs"):
+            follower.append_raw(stale)  # an epoch below the last one
+        with pytest.raises(MetadataLogError, match="base offset"):
+            follower.append_raw(encode_batch(9, [b"x"], timestamp_ms=1, leader_epoch=4))  # a gap
+        corrupt = bytearray(encode_batch(5, [b"x"], timestamp_ms=1, leader_epoch=4))
+        corrupt[-1] ^= 0xFF
+        with pytest.raises(MetadataLogError, match="CRC"):
+            follower.append_raw(bytes(corrupt))
+        assert follower.next_offset == 5
+    with MetadataLog.open(tmp_path / "f", logger=LOGGER) as reopened:
+        assert reopened.next_offset == 5 and reopened.last_epoch == 4
+
+
+def test_truncate_to_cuts_whole_batches_and_segments_durably(tmp_path: Path) -> None:
+    with epochs_log(tmp_path, [(1, 3)] * 4 + [(2, 3)] * 4, segment_bytes=250) as log:
+        segments_before = len(list(log.directory.glob("*.log")))
+        assert log.truncate_to(16) == 15  # offset 16 is inside the batch 15-17: it goes whole
+        assert log.next_offset == 15 and log.last_epoch == 2 and log.epoch_history.entries() == [(1, 0), (2, 12)]
+        assert log.truncate_to(15) == 15
+        assert log.truncate_to(7) == 6 and log.epoch_history.entries() == [(1, 0)] and log.last_epoch == 1
+        assert len(list(log.directory.glob("*.log"))) < segments_before
+        log.append(values(6, 2), timestamp_ms=1, leader_epoch=3)
+        assert all_values(log) == values(0, 8)
+    with MetadataLog.open(tmp_path, segment_bytes=250, logger=LOGGER) as log:
+        assert log.next_offset == 8 and log.epoch_history.entries() == [(1, 0), (3, 6)]
+        with pytest.raises(MetadataLogError):
+            log.write_snapshot(8, 3, [b"s"], last_contained_timestamp_ms=1)
+            log.delete_segments_before(8)
+            log.truncate_to(0)
+
+
+def test_snapshot_download_is_atomic_and_validated(tmp_path: Path) -> None:
+    with epochs_log(tmp_path / "leader", [(2, 5)]) as leader, epochs_log(tmp_path / "f", [(1, 2)]) as follower:
+        leader.write_snapshot(5, 2, values(0, 500), last_contained_timestamp_ms=1)
+        data = leader.snapshots()[0].path.read_bytes()
+        download = follower.begin_snapshot_download(5, 2)
+        download.append(0, data[:1000])
+        assert follower.snapshots() == []  # nothing visible before the end
+        with pytest.raises(ValueError, match="position"):
+            download.append(10, data[1000:])
+        download.append(1000, data[1000:])
+        path = download.complete()
+        assert path.read_bytes() == data and not list(follower.directory.glob("*.part"))
+        assert follower.truncate_to_latest_snapshot()
+        assert (follower.log_start_offset, follower.next_offset, follower.last_fetched_epoch) == (5, 5, 2)
+        assert follower.epoch_history.entries() == [] and not list(follower.directory.glob("*.log"))
+        follower.append_raw(encode_batch(5, [b"next"], timestamp_ms=1, leader_epoch=2))
+        assert follower.last_fetched_epoch == 2 and follower.epoch_history.entries() == [(2, 5)]
+        broken = follower.begin_snapshot_download(9, 2)
+        broken.append(0, data[:-3])  # cut short: no footer
+        with pytest.raises(CorruptSnapshotError):
+            broken.complete()
+        assert [s.end_offset for s in follower.snapshots()] == [5] and not list(follower.directory.glob("*.part"))

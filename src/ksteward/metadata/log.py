@@ -18,7 +18,13 @@ One process at a time writes a log directory: a writable open requires the direc
 (``dir_lock``, Kafka's ``LogManager.lockLogDirs``) and takes it if this process does not hold it yet.
 A read-only open takes no lock and changes nothing, so tools can read a live node's log.
 
-Thread contract: one thread (the controller's event loop) calls ``append``, ``read`` and ``close``.
+A follower of the KRaft leader (a broker, KIP-595 / KIP-630) also uses ``read_raw`` (whole batches for a
+Fetch response), ``append_raw`` (batches received with their own offsets and epochs), ``truncate_to``
+(a diverging epoch) and ``truncate_to_snapshot`` (a downloaded snapshot); ``epoch_history`` is the
+leader-epoch history those rely on (``epochs``), rebuilt from the batch headers at every open.
+
+Thread contract: one thread (the controller's event loop) calls ``append``, ``append_raw``,
+``truncate_to``, ``truncate_to_snapshot``, ``read``, ``read_raw`` and ``close``.
 ``flush`` may run in one other thread at a time (the group-commit worker) while appends go on, and
 ``write_snapshot`` / ``delete_segments_before`` in a worker thread too (one at a time): they only
 add and remove files the appender does not write (the active segment is never deleted). ``_lock``
@@ -31,16 +37,17 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from .batch import Batch, ScanResult, encode_batch, iter_batches, scan_batches
+from .batch import Batch, encode_batch, iter_batches, scan_batches
 from .dir_lock import DirectoryLock, held_here, lock_directory
+from .epochs import EpochHistory
 from .files import fsync_dir, map_prefix, unmap, write_all
+from .log_replica import ReplicaLogMixin
+from .segments import Segment, delete_segment_files, list_segments, segment_file_name
 from .snapshot_file import (
     SNAPSHOT_BATCH_RECORDS,
     CorruptSnapshotError,
@@ -74,7 +81,6 @@ PARTITION_DIR_NAME = "__cluster_metadata-0"
 DEFAULT_SEGMENT_BYTES = 1 << 30
 SNAPSHOTS_TO_KEEP = 2
 
-_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _LEFTOVER_SUFFIXES = (".checkpoint.part", ".checkpoint.deleted", ".log.deleted")
 
 
@@ -86,39 +92,13 @@ class OffsetOutOfRangeError(MetadataLogError):
     """The offset is below the log start offset: those batches were deleted after a snapshot."""
 
 
-@dataclass(slots=True)
-class _Segment:
-    base_offset: int
-    path: Path
-    size: int
-    next_offset: int
-    scan: ScanResult  # its arrays grow with every append: the in-memory offset index
-    fd: int | None = None
-
-
 def partition_dir(path: str | os.PathLike[str]) -> Path:
     """``path`` itself when it is a ``__cluster_metadata-0`` directory, else ``path/__cluster_metadata-0``."""
     p = Path(path)
     return p if p.name == PARTITION_DIR_NAME else p / PARTITION_DIR_NAME
 
 
-def segment_file_name(base_offset: int) -> str:
-    return f"{base_offset:020d}.log"
-
-
-def list_segments(directory: Path) -> list[Path]:
-    """Segment files of a partition directory in offset order."""
-    names = sorted(e.name for e in os.scandir(directory) if _SEGMENT_RE.match(e.name))
-    return [directory / n for n in names]
-
-
-def _delete_segment_files(path: Path, *, keep_log: bool = False) -> None:
-    """The segment and the index files Kafka may have left beside it (stale once we change it)."""
-    for suffix in (".index", ".timeindex", ".txnindex") if keep_log else (".log", ".index", ".timeindex", ".txnindex"):
-        path.with_suffix(suffix).unlink(missing_ok=True)
-
-
-class MetadataLog:
+class MetadataLog(ReplicaLogMixin):
     """Segments and snapshots of one ``__cluster_metadata-0`` directory; see the module docstring."""
 
     def __init__(self, directory: Path, *, segment_bytes: int, logger: logging.Logger, read_only: bool) -> None:
@@ -127,10 +107,11 @@ class MetadataLog:
         self.segment_bytes = segment_bytes
         self.read_only = read_only
         self._logger = logger
-        self._segments: list[_Segment] = []
+        self._segments: list[Segment] = []
         self._next_offset = 0
         self._durable_offset = 0
         self._last_epoch = -1
+        self._epochs = EpochHistory()
         self._bytes_since_snapshot = 0
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
@@ -213,7 +194,7 @@ class MetadataLog:
                     unmap(buf)
                 reason = scan.error.reason if scan.error else "torn batch at the end" if scan.torn else ""
             end = scan.next_offset if scan.next_offset is not None else base
-            self._segments.append(_Segment(base, path, scan.valid_bytes, end, scan))
+            self._segments.append(Segment(base, path, scan.valid_bytes, end, scan))
             if reason:
                 self._cut_tail(index, paths, scan.valid_bytes, reason)
                 break
@@ -228,16 +209,16 @@ class MetadataLog:
             )  # fmt: skip
             if not self.read_only:
                 for segment in self._segments:
-                    _delete_segment_files(segment.path)
+                    delete_segment_files(segment.path)
                 if self._segments:
                     fsync_dir(self.directory)
             self._segments.clear()
             self._next_offset = newest[0].end_offset
         self._durable_offset = self._next_offset
-        for segment in reversed(self._segments):
-            if segment.scan.leader_epochs:
-                self._last_epoch = segment.scan.leader_epochs[-1]
-                break
+        for segment in self._segments:
+            for base, epoch in zip(segment.scan.base_offsets, segment.scan.leader_epochs, strict=True):
+                self._epochs.observe(epoch, base)
+                self._last_epoch = epoch
         self._bytes_since_snapshot = self._bytes_from(newest[0].end_offset if newest else 0)
 
     def _cut_tail(self, index: int, paths: list[Path], valid_bytes: int, reason: str) -> None:
@@ -255,9 +236,9 @@ class MetadataLog:
         with open(path, "r+b") as f:
             f.truncate(valid_bytes)
             os.fsync(f.fileno())
-        _delete_segment_files(path, keep_log=True)
+        delete_segment_files(path, keep_log=True)
         for other in later:
-            _delete_segment_files(other)
+            delete_segment_files(other)
         fsync_dir(self.directory)
 
     @property
@@ -339,10 +320,11 @@ class MetadataLog:
             segment.size += len(data)
             segment.next_offset = self._next_offset = last + 1
             self._last_epoch = leader_epoch
+            self._epochs.observe(leader_epoch, base)
             self._bytes_since_snapshot += len(data)
         return base, last
 
-    def _segment_for(self, size: int) -> _Segment:
+    def _segment_for(self, size: int) -> Segment:
         active = self._segments[-1] if self._segments else None
         if active is not None and (active.size == 0 or active.size + size <= self.segment_bytes):
             if active.fd is None:
@@ -351,7 +333,7 @@ class MetadataLog:
         path = self.directory / segment_file_name(self._next_offset)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
         empty = scan_batches(b"")
-        segment = _Segment(self._next_offset, path, 0, self._next_offset, empty, fd)
+        segment = Segment(self._next_offset, path, 0, self._next_offset, empty, fd)
         with self._lock:
             if active is not None and active.fd is not None:
                 self._retired_fds.append(active.fd)  # fsynced and closed by the next flush
@@ -402,7 +384,7 @@ class MetadataLog:
             view = [(s, s.size, len(s.scan.positions)) for s in self._segments if s.next_offset > from_offset]
         return self._read(view, from_offset)
 
-    def _read(self, view: list[tuple[_Segment, int, int]], from_offset: int) -> Iterator[Batch]:
+    def _read(self, view: list[tuple[Segment, int, int]], from_offset: int) -> Iterator[Batch]:
         for segment, size, count in view:
             index = max(bisect.bisect_right(segment.scan.base_offsets, from_offset, 0, count) - 1, 0)
             start = segment.scan.positions[index] if count else 0
@@ -473,7 +455,7 @@ class MetadataLog:
             del self._segments[: len(doomed)]
         for segment in doomed:
             self._logger.info("deleting metadata log segment %s (below snapshot)", segment.path.name)
-            _delete_segment_files(segment.path)
+            delete_segment_files(segment.path)
         if doomed:
             fsync_dir(self.directory)
         return len(doomed)

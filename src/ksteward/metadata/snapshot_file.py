@@ -3,7 +3,10 @@
 a SnapshotHeader control batch, the image's records in batches, a SnapshotFooter control batch.
 
 A snapshot is written to ``.checkpoint.part``, fsynced, renamed and its directory fsynced, so a crash
-leaves either the whole file or a ``.part`` that the next open removes. Reading validates the whole
+leaves either the whole file or a ``.part`` that the next open removes. A snapshot downloaded from the
+KRaft leader in FetchSnapshot chunks (KIP-630) goes the same way: ``SnapshotDownload`` appends each chunk
+to the ``.part`` file and only a complete, valid file is renamed; ``read_snapshot_chunk`` is the
+leader's side of it. Reading validates the whole
 file (every CRC, the header first and the footer last) before it yields a record.
 """
 
@@ -34,9 +37,11 @@ __all__ = [
     "SNAPSHOT_BATCH_BYTES",
     "SNAPSHOT_BATCH_RECORDS",
     "CorruptSnapshotError",
+    "SnapshotDownload",
     "SnapshotId",
     "list_snapshots",
     "read_snapshot",
+    "read_snapshot_chunk",
     "snapshot_file_name",
     "write_snapshot_file",
 ]
@@ -136,16 +141,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, int, Iterator[byte
     end_offset, epoch = int(match[1]), int(match[2])
     buf = map_prefix(path, path.stat().st_size)
     try:
-        scan = scan_batches(buf)
-        if scan.error is not None:
-            raise CorruptSnapshotError(f"{path}: {scan.error}")
-        if scan.torn or not scan.positions:
-            raise CorruptSnapshotError(f"{path}: cut short at position {scan.valid_bytes}")
-        first = _first_control_type(buf, scan.positions[0], path, last=False)
-        if first != ControlRecordType.SNAPSHOT_HEADER:
-            raise CorruptSnapshotError(f"{path}: does not start with a SnapshotHeader control record")
-        if _first_control_type(buf, scan.positions[-1], path, last=True) != ControlRecordType.SNAPSHOT_FOOTER:
-            raise CorruptSnapshotError(f"{path}: does not end with a SnapshotFooter control record")
+        _check_whole(buf, path)
     except BaseException:
         unmap(buf)
         raise
@@ -175,3 +171,88 @@ def _snapshot_values(buf: mmap.mmap | bytes, path: Path) -> Iterator[bytes]:
         raise CorruptSnapshotError(f"{path}: {exc}") from exc
     finally:
         unmap(buf)
+
+
+def read_snapshot_chunk(path: Path, position: int, max_bytes: int) -> tuple[int, bytes]:
+    """``(file size, bytes from position)``: at most ``max_bytes`` of them (FetchSnapshot's chunk, which
+    need not end on a batch boundary). FileNotFoundError when the snapshot was deleted."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if 0 <= position < size:
+            f.seek(position)
+            return size, f.read(max(0, min(max_bytes, size - position)))
+        return size, b""
+
+
+class SnapshotDownload:
+    """One snapshot being received from the leader: ``append`` chunks in order, then ``complete``.
+
+    The bytes go to ``<id>.checkpoint.part``; ``complete`` fsyncs it, checks the whole file as
+    ``read_snapshot`` does (CRCs, header first, footer last) and renames it into place, so a snapshot
+    file that exists is whole. ``abort`` (or a crash: the next open removes ``.part`` files) leaves
+    nothing behind.
+    """
+
+    def __init__(self, directory: Path, end_offset: int, epoch: int) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.final = directory / snapshot_file_name(end_offset, epoch)
+        self.part = self.final.with_name(self.final.name + ".part")
+        self._fd: int | None = os.open(self.part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.size = 0
+
+    def append(self, position: int, data: bytes) -> None:
+        """Write the chunk that starts at ``position``, which must be the size written so far."""
+        if self._fd is None:
+            raise ValueError(f"snapshot download {self.final.name} is closed")
+        if position != self.size:
+            raise ValueError(f"snapshot chunk at position {position}, expected {self.size}")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self.size += len(data)
+
+    def complete(self) -> Path:
+        """Make the snapshot durable and visible; CorruptSnapshotError (the download is dropped) if the
+        bytes do not form a valid snapshot."""
+        if self._fd is None:
+            raise ValueError(f"snapshot download {self.final.name} is closed")
+        try:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+            _validate(self.part)
+            os.replace(self.part, self.final)
+            fsync_dir(self.final.parent)
+        except BaseException:
+            self.abort()
+            raise
+        return self.final
+
+    def abort(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.part.unlink(missing_ok=True)
+
+
+def _validate(path: Path) -> None:
+    """``read_snapshot``'s whole-file checks on a ``.part`` file (whose name is not a snapshot name)."""
+    buf = map_prefix(path, path.stat().st_size)
+    try:
+        _check_whole(buf, path)
+    finally:
+        unmap(buf)
+
+
+def _check_whole(buf: mmap.mmap | bytes, path: Path) -> None:
+    """Every CRC, a SnapshotHeader as the first record and a SnapshotFooter as the last."""
+    scan = scan_batches(buf)
+    if scan.error is not None:
+        raise CorruptSnapshotError(f"{path}: {scan.error}")
+    if scan.torn or not scan.positions:
+        raise CorruptSnapshotError(f"{path}: cut short at position {scan.valid_bytes}")
+    if _first_control_type(buf, scan.positions[0], path, last=False) != ControlRecordType.SNAPSHOT_HEADER:
+        raise CorruptSnapshotError(f"{path}: does not start with a SnapshotHeader control record")
+    if _first_control_type(buf, scan.positions[-1], path, last=True) != ControlRecordType.SNAPSHOT_FOOTER:
+        raise CorruptSnapshotError(f"{path}: does not end with a SnapshotFooter control record")

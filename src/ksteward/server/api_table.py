@@ -16,6 +16,7 @@ from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
 
 _COMMON = [
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, handle_api_versions),
@@ -51,7 +52,15 @@ def broker_api_table() -> ApiTable:
     return ApiTable([*_COMMON, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
 
 
+# KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch
+# v4-18 is kio's range; before v13 a Fetch names no topic id and gets INVALID_REQUEST (docs/raft.md).
+_RAFT = [
+    ApiSpec(ApiKey.FETCH, 4, 18, handle_fetch),
+    ApiSpec(ApiKey.FETCH_SNAPSHOT, 0, 1, handle_fetch_snapshot),
+]
+
+
 def controller_api_table() -> ApiTable:
-    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register and
-    heartbeat here only (Kafka's ControllerApis)."""
-    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP])
+    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register,
+    heartbeat and fetch the metadata log here only (Kafka's ControllerApis)."""
+    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP, *_RAFT])

@@ -53,8 +53,9 @@ from ksteward.protocol.sasl import (
     plain_verifier,
 )
 from ksteward.server.api_table import broker_api_table, controller_api_table
-from ksteward.server.committer import GroupCommitter
+from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
 from ksteward.server.connection import Connection, ListenerRuntime
+from ksteward.server.raft_service import RaftService
 from ksteward.server.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Server:
         self._config = config
         self._cluster_id = ""
         self._committer: GroupCommitter | None = None
+        self._raft: RaftService | None = None
         self._listeners: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -117,6 +119,12 @@ class Server:
     def audit(self) -> AuditLogWriter | None:
         return self._audit
 
+    @property
+    def raft_service(self) -> RaftService:
+        """The KRaft leader serving Fetch and FetchSnapshot on the controller listener."""
+        assert self._raft is not None
+        return self._raft
+
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         cfg = self._config
@@ -152,6 +160,11 @@ class Server:
             on_publish=self._on_publish,
         )
         self._metadata_log = metadata_log
+        controller_endpoints = {e.name: (e.host or "localhost", e.port) for e in cfg.listeners
+                                if e.name in cfg.controller_listener_names}  # fmt: skip
+        self._raft = RaftService(node_id=cfg.node_id, cluster_id=self._cluster_id, epoch=LEADER_EPOCH,
+                                 metadata_log=metadata_log, endpoints=controller_endpoints)  # fmt: skip
+        self._committer.publish_hooks.append(self._raft.on_publish)
         topics = self._topic_manager()
         configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
         membership = ClusterControlManager(
@@ -398,6 +411,8 @@ class Server:
         if self._session_check is not None:
             self._session_check.cancel()
             await asyncio.gather(self._session_check, return_exceptions=True)
+        if self._raft is not None:
+            self._raft.shut_down()
         for bound in self._listeners:
             bound.server.close()
         for task in list(self._connections):

@@ -43,6 +43,8 @@ class GroupCommitter:
         self._snapshot_bytes = snapshot_bytes
         self._group_commit = group_commit
         self._on_publish = on_publish
+        #: Called after ``on_publish`` for every durable batch (the KRaft leader wakes parked fetches).
+        self.publish_hooks: list[Callable[[MetadataImage, list[Any]], None]] = []
         self._pending: deque[tuple[int, MetadataImage, list[Any], asyncio.Future[int]]] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -118,6 +120,8 @@ class GroupCommitter:
         self._published = image
         if self._on_publish is not None:
             self._on_publish(image, records)
+        for hook in self.publish_hooks:
+            hook(image, records)
 
     def _maybe_snapshot(self) -> None:
         if self._snapshot_task is not None and not self._snapshot_task.done():
