@@ -11,6 +11,7 @@ from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from ksteward.broker.context import ApiSpec, ApiTable
+from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
@@ -46,5 +47,6 @@ def broker_api_table() -> ApiTable:
 
 
 def controller_api_table() -> ApiTable:
-    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata."""
-    return ApiTable([*_COMMON, *_TOPICS])
+    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Envelope (KIP-590) is served
+    here only: a client listener never accepts one."""
+    return ApiTable([*_COMMON, *_TOPICS, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])
