@@ -81,6 +81,17 @@ def _envelope(code: ErrorCode, data: bytes | None = None) -> EnvelopeResponse:
 
 
 async def handle_envelope(node: Node, ctx: RequestContext, request: Any) -> EnvelopeResponse:
+    try:
+        return await _handle_envelope(node, ctx, request)
+    except Exception as exc:
+        # Kafka's RequestHandlerHelper.handleError: the envelope itself answers UNKNOWN_SERVER_ERROR, and the
+        # broker's connection stays open.
+        log_failure(log, f"Envelope from {ctx.principal} failed; answering UNKNOWN_SERVER_ERROR", exc,
+                    stack_level=logging.ERROR)  # fmt: skip
+        return _envelope(ErrorCode.unknown_server_error)
+
+
+async def _handle_envelope(node: Node, ctx: RequestContext, request: Any) -> EnvelopeResponse:
     if not authorize(node, ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
         log.info("refusing an Envelope from %s (%s): no CLUSTER_ACTION on the cluster", ctx.principal, ctx.client_host)
         return _envelope(ErrorCode.cluster_authorization_failed)

@@ -15,9 +15,10 @@ for its answer (Kafka: ``min(controller.socket.timeout.ms, 60000)``). With no co
 or after a failed connection, it waits ``backoff_s`` before trying again; the 60 s retry timeout keeps
 running meanwhile.
 
-Usage (a test, or the broker once it exists)::
+Usage (a test, or the broker once it exists); :func:`controller_login` reads the login from the node's
+configuration as Kafka does::
 
-    channel = ControllerChannel(("127.0.0.1", 9093), sasl_plain=("broker", "secret"))
+    channel = ControllerChannel(("127.0.0.1", 9093), sasl_plain=controller_login(config))
     channel.start()
     completion = await channel.forward(client_request)   # a ksteward.broker.forwarding.Completion
     await channel.close()
@@ -39,11 +40,13 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
+from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import request_class, response_class
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
+from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
 from ksteward.protocol.schema_walk import check_message
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,50 @@ Address = tuple[str, int]
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
 _ENVELOPE_VERSION = 0
+
+
+def controller_login(config: ServerConfig) -> tuple[str, str] | None:
+    """The SASL PLAIN login a broker uses toward the controller, as Kafka's forwarding channel picks it:
+    the first of ``controller.listener.names``, its protocol in ``listener.security.protocol.map``, the
+    mechanism ``sasl.mechanism.controller.protocol`` (Kafka's default GSSAPI), and the ``username`` and
+    ``password`` options of that listener's JAAS entry
+    (``listener.name.<listener>.<mechanism>.sasl.jaas.config``). None for a PLAINTEXT controller listener.
+    Raises :class:`ConfigError` for what this channel cannot do (SSL, another mechanism, no credentials)."""
+    if not config.controller_listener_names:
+        raise ConfigError("controller.listener.names is empty: there is no listener to reach the controller on")
+    listener = config.controller_listener_names[0]
+    protocol = _protocol_of(config, listener)
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol != "SASL_PLAINTEXT":
+        raise ConfigError(f"the controller listener {listener} uses {protocol}; forwarding supports PLAINTEXT "
+                          "and SASL_PLAINTEXT")  # fmt: skip
+    mechanism = config.static.get("sasl.mechanism.controller.protocol", "GSSAPI").strip().upper()
+    if mechanism != PLAIN_MECHANISM:
+        raise ConfigError(f"sasl.mechanism.controller.protocol is {mechanism}; forwarding supports PLAIN")
+    text = jaas_config_for(config.static, listener, mechanism)
+    if text is None:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config is not set")
+    try:
+        options = parse_server_jaas_config(text).options
+    except ValueError as exc:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config: {exc}") from None
+    if "username" not in options or "password" not in options:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config has no username and password")
+    return options["username"], options["password"]
+
+
+def _protocol_of(config: ServerConfig, listener: str) -> str:
+    """The listener's security protocol: from its endpoint if this node has one, else from the map (KRaft maps
+    an unmapped controller listener to PLAINTEXT)."""
+    for endpoint in config.listeners:
+        if endpoint.name == listener:
+            return endpoint.security_protocol
+    for entry in config.static.get("listener.security.protocol.map", "").split(","):
+        name, _, protocol = entry.partition(":")
+        if name.strip().upper() == listener:
+            return protocol.strip().upper()
+    return "PLAINTEXT"
 
 
 class ControllerCallError(Exception):
