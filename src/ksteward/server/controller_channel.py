@@ -185,6 +185,7 @@ class ControllerChannel:
         self._request_timeout_s = request_timeout_s
         self._backoff_s = backoff_s
         self._connection: _Connection | None = None
+        self._unreachable = False  # the last connection attempt failed
         self._waiting: dict[int, asyncio.Future[Completion]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -253,7 +254,10 @@ class ControllerChannel:
             await asyncio.sleep(self._backoff_s)
             return
         except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
-            log.info("no connection to the controller (%s); retrying", type(exc).__name__)
+            # Once per outage at INFO: the retries come every backoff_s until the controller is back.
+            level = logging.DEBUG if self._unreachable else logging.INFO
+            self._unreachable = True
+            log.log(level, "no connection to the controller (%s); retrying", type(exc).__name__)
             self.manager.on_disconnect(outbound.attempt)
             await asyncio.sleep(self._backoff_s)
             return
@@ -289,6 +293,9 @@ class ControllerChannel:
             await connection.close()
             raise
         self._connection = connection
+        if self._unreachable:
+            log.info("connected to the controller at %s:%d", *address)
+            self._unreachable = False
         return connection
 
     async def _handshake(self, connection: _Connection) -> None:

@@ -3,62 +3,22 @@ the front, the 60 s retry timeout, Kafka's error mapping, and no request sent ag
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import pytest
+from forwarding_support import client_request, response_data, result_codes
 from kio.schema.envelope.v0 import EnvelopeResponse
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
 
 from ksteward.broker.forwarding import (
     RETRY_TIMEOUT_S,
-    ClientRequest,
     Completion,
     ForwardingManager,
     OutboundEnvelope,
     Outcome,
     client_address_bytes,
 )
-from ksteward.protocol.apis import ApiKey
-from ksteward.protocol.build import build
-from ksteward.protocol.codec import decode_request, encode_response, request_class, response_class
 from ksteward.protocol.principal import KafkaPrincipal, deserialize_principal
-
-VERSION = 3
-
-
-def _payload(correlation_id: int, creations: int = 1) -> bytes:
-    cls = request_class(ApiKey.CREATE_ACLS, VERSION)
-    header_cls = cls.__header_schema__
-    out = io.BytesIO()
-    entity_writer(header_cls)(out, build(header_cls, {"request_api_key": ApiKey.CREATE_ACLS,
-                                                      "request_api_version": VERSION,
-                                                      "correlation_id": correlation_id, "client_id": "c"}))  # fmt: skip
-    creation = {"resource_type": 4, "resource_name": "kafka-cluster", "resource_pattern_type": 3,
-                "principal": "User:x", "host": "*", "operation": 4, "permission_type": 3}  # fmt: skip
-    entity_writer(cls)(out, build(cls, {"creations": [creation] * creations}))
-    return out.getvalue()
-
-
-def client_request(correlation_id: int = 7, principal: str = "User:alice", host: str = "10.0.0.1") -> ClientRequest:
-    payload = _payload(correlation_id)
-    decoded = decode_request(payload, {ApiKey.CREATE_ACLS: (VERSION, VERSION)})
-    return ClientRequest(
-        payload=payload,
-        api_key=ApiKey.CREATE_ACLS,
-        api_version=VERSION,
-        correlation_id=correlation_id,
-        body=decoded.body,  # type: ignore[union-attr]
-        principal=principal,
-        client_host=host,
-    )
-
-
-def response_data(correlation_id: int, code: ErrorCode = ErrorCode.none) -> bytes:
-    cls = response_class(ApiKey.CREATE_ACLS, VERSION)
-    body = build(cls, {"results": [{"error_code": code, "error_message": None}]})
-    return encode_response(ApiKey.CREATE_ACLS, VERSION, correlation_id, body)[4:]
 
 
 def ok(correlation_id: int) -> EnvelopeResponse:
@@ -76,7 +36,7 @@ def send(manager: ForwardingManager, now: float = 0.0) -> OutboundEnvelope:
 
 
 def codes(completion: Completion) -> list[int]:
-    return [int(r.error_code) for r in completion.response.results]
+    return result_codes(completion.response)
 
 
 # --- the envelope ------------------------------------------------------------------------------------
