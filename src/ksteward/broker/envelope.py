@@ -97,10 +97,6 @@ async def _handle_envelope(node: Node, ctx: RequestContext, request: Any) -> Env
         return _envelope(ErrorCode.cluster_authorization_failed)
     try:
         inner, inner_ctx = _unwrap(ctx, request)
-    except EnvelopeError as exc:
-        log.info("refusing an Envelope from %s (%s): %s", ctx.principal, ctx.client_host, exc)
-        return _envelope(exc.code)
-    try:
         with forwarded_by(ctx.principal, ctx.client_host):
             payload = await _serve_inner(node, inner_ctx, inner)
     except EnvelopeError as exc:
