@@ -23,7 +23,15 @@ Errors (see ``_errors.py``): :class:`AuthorizerError` is the base of :class:`Inv
 :class:`AuthorizerNotReadyError`. The rules the library follows are written out in ``docs/authorizer.md``.
 """
 
-from ._audit import AUDIT_EVENT_TYPE, AUDIT_LIVE_FILE_NAME, AuditEvent, AuditLogWriter, acl_id_text
+from ._audit import (
+    AUDIT_EVENT_TYPE,
+    AUDIT_LIVE_FILE_NAME,
+    AuditEvent,
+    AuditLogWriter,
+    ForwardingBroker,
+    acl_id_text,
+    forwarded_by,
+)
 from ._binding import (
     CLUSTER_NAME,
     WILDCARD_HOST,
@@ -82,6 +90,7 @@ __all__ = [
     "AuthorizerNotReadyError",
     "AuthorizerSettings",
     "Decision",
+    "ForwardingBroker",
     "InvalidAclError",
     "InvalidConfigError",
     "PatternType",
@@ -93,6 +102,7 @@ __all__ = [
     "allow_grants",
     "authorized_operations_bitfield",
     "deny_denies",
+    "forwarded_by",
     "parse_enum",
     "validate_new_acl",
 ]

@@ -24,7 +24,9 @@ present when an ACL decided, CRNs ``crn:///kafka=<cluster id>[/<type>=<name>]`` 
 ``serviceName`` and ``resourceName``. ksteward's additions live in ``data.ksteward``: ``rule``
 (``acl``, ``super_user``, ``allow_everyone_default``, ``no_matching_acl``), ``imageOffset`` (metadata offset
 of the ACL image that decided, -1 if unknown) and, for ``acl``, the deciding ACL with its id in Kafka's
-22-character URL-safe base64 form. Nothing else from the request goes into a line: no free-form fields, so
+22-character URL-safe base64 form, and, for a request a broker forwarded in an Envelope (KIP-590),
+``forwardedBy``: the forwarding broker's principal and address, next to the client's principal in
+``authenticationInfo``. Nothing else from the request goes into a line: no free-form fields, so
 no secret can leak into the log.
 
 :class:`AuditEvent` captures a decision cheaply (a slotted object and a timestamp); the JSON is rendered
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import contextvars
 import datetime
 import functools
 import json
@@ -48,7 +51,8 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
@@ -61,7 +65,9 @@ __all__ = [
     "AUDIT_EVENT_TYPE",
     "AuditEvent",
     "AuditLogWriter",
+    "ForwardingBroker",
     "acl_id_text",
+    "forwarded_by",
 ]
 
 AUDIT_EVENT_TYPE = "io.confluent.kafka.server/authorization"
@@ -83,11 +89,38 @@ def acl_id_text(acl_id: Hashable) -> str:
     return str(acl_id)
 
 
+@dataclass(frozen=True, slots=True)
+class ForwardingBroker:
+    """Who sent the Envelope a forwarded request arrived in: the broker's principal and address."""
+
+    principal: str
+    host: str
+
+
+_FORWARDED_BY: contextvars.ContextVar[ForwardingBroker | None] = contextvars.ContextVar(
+    "ksteward_audit_forwarded_by", default=None
+)
+
+
+@contextlib.contextmanager
+def forwarded_by(principal: str, host: str) -> Iterator[ForwardingBroker]:
+    """Within this block (and the tasks it starts), every :class:`AuditEvent` created without an explicit
+    ``forwarded_by`` names this broker. The controller's Envelope handler wraps the inner request's
+    handler in it, so the handlers and ``broker.authz`` need not know that a request was forwarded."""
+    broker = ForwardingBroker(principal, host)
+    token = _FORWARDED_BY.set(broker)
+    try:
+        yield broker
+    finally:
+        _FORWARDED_BY.reset(token)
+
+
 class AuditEvent:
     """One decision and the action it answered, captured on the request path; rendered by :meth:`to_json`."""
 
     __slots__ = (
         "decision",
+        "forwarded_by",
         "host",
         "method_name",
         "operation",
@@ -110,6 +143,7 @@ class AuditEvent:
         method_name: str,
         pattern_type: PatternType | str = PatternType.LITERAL,
         timestamp: float | None = None,
+        forwarded_by: ForwardingBroker | None = None,
     ) -> None:
         self.decision = decision
         self.principal = principal
@@ -120,6 +154,8 @@ class AuditEvent:
         self.method_name = method_name  # Kafka's API name with Confluent's prefix, e.g. "kafka.Produce"
         self.pattern_type = pattern_type
         self.timestamp = time.time() if timestamp is None else timestamp
+        # The broker that forwarded the request, if any: given, or the one of the enclosing forwarded_by block.
+        self.forwarded_by = forwarded_by if forwarded_by is not None else _FORWARDED_BY.get()
 
     @property
     def granted(self) -> bool:
@@ -190,6 +226,11 @@ def _render(event: AuditEvent, service: str, event_id: str) -> str:
             f'"principal":{_text(acl.principal)},"host":{_text(acl.host)},'
             f'"operation":{_text(acl.operation.display_name)},'
             f'"permissionType":{_text(acl.permission_type.display_name)}}}'
+        )
+    forwarder = event.forwarded_by
+    if forwarder is not None:
+        ksteward += (
+            f',"forwardedBy":{{"principal":{_text(forwarder.principal)},"clientAddress":{_text(forwarder.host)}}}'
         )
     ksteward += "}"
     return (

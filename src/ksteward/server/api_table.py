@@ -11,6 +11,7 @@ from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
 from ksteward.broker.context import ApiSpec, ApiTable
+from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
@@ -61,6 +62,7 @@ _RAFT = [
 
 
 def controller_api_table() -> ApiTable:
-    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register,
-    heartbeat and fetch the metadata log here only (Kafka's ControllerApis)."""
-    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP, *_RAFT])
+    """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register, heartbeat,
+    fetch the metadata log and forward requests in an Envelope (KIP-590) here only: a client listener never
+    accepts those (Kafka's ControllerApis)."""
+    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP, *_RAFT, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])

@@ -1,0 +1,331 @@
+"""The broker's connection to the controller for forwarded requests: Kafka's "forwarding"
+``NodeToControllerChannelManager``, as an asyncio shell around :class:`ksteward.broker.forwarding.ForwardingManager`.
+
+One task sends the manager's envelopes one at a time over one connection to the controller listener and
+feeds back what happens: a response (:meth:`ForwardingManager.on_response`), a lost connection or a
+per-attempt timeout (``on_disconnect``: the request is retried at the front of the queue), a failed login
+or a controller that does not serve Envelope v0 (``on_failure``: UNKNOWN_SERVER_ERROR). NOT_CONTROLLER
+drops the connection, and the next attempt asks ``controller()`` for the address again.
+
+A connection starts with ApiVersions (the controller's ranges become
+``ForwardingManager.controller_api_versions``, from which the broker's own ApiVersions are computed),
+then a SASL PLAIN login when ``sasl_plain`` is given (the controller listener is SASL_PLAINTEXT), as
+Kafka's ``NetworkClient`` does before the first request. Each attempt waits at most ``request_timeout_s``
+for its answer (Kafka: ``min(controller.socket.timeout.ms, 60000)``). With no controller address known,
+or after a failed connection, it waits ``backoff_s`` before trying again; the 60 s retry timeout keeps
+running meanwhile.
+
+Usage (a test, or the broker once it exists); :func:`controller_login` reads the login from the node's
+configuration as Kafka does::
+
+    channel = ControllerChannel(("127.0.0.1", 9093), sasl_plain=controller_login(config))
+    channel.start()
+    completion = await channel.forward(client_request)   # a ksteward.broker.forwarding.Completion
+    await channel.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from functools import cache
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import BufferUnderflow, DecodeError
+
+from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
+from ksteward.configs.server_config import ConfigError, ServerConfig
+from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import request_class, response_class
+from ksteward.protocol.errors import ProtocolError
+from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
+from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
+from ksteward.protocol.schema_walk import check_message
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
+DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
+_ENVELOPE_VERSION = 0
+
+
+def controller_login(config: ServerConfig) -> tuple[str, str] | None:
+    """The SASL PLAIN login a broker uses toward the controller, as Kafka's forwarding channel picks it:
+    the first of ``controller.listener.names``, its protocol in ``listener.security.protocol.map``, the
+    mechanism ``sasl.mechanism.controller.protocol`` (Kafka's default GSSAPI), and the ``username`` and
+    ``password`` options of that listener's JAAS entry
+    (``listener.name.<listener>.<mechanism>.sasl.jaas.config``). None for a PLAINTEXT controller listener.
+    Raises :class:`ConfigError` for what this channel cannot do (SSL, another mechanism, no credentials)."""
+    if not config.controller_listener_names:
+        raise ConfigError("controller.listener.names is empty: there is no listener to reach the controller on")
+    listener = config.controller_listener_names[0]
+    protocol = _protocol_of(config, listener)
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol != "SASL_PLAINTEXT":
+        raise ConfigError(f"the controller listener {listener} uses {protocol}; forwarding supports PLAINTEXT "
+                          "and SASL_PLAINTEXT")  # fmt: skip
+    mechanism = config.static.get("sasl.mechanism.controller.protocol", "GSSAPI").strip().upper()
+    if mechanism != PLAIN_MECHANISM:
+        raise ConfigError(f"sasl.mechanism.controller.protocol is {mechanism}; forwarding supports PLAIN")
+    text = jaas_config_for(config.static, listener, mechanism)
+    if text is None:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config is not set")
+    try:
+        options = parse_server_jaas_config(text).options
+    except ValueError as exc:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config: {exc}") from None
+    if "username" not in options or "password" not in options:
+        raise ConfigError(f"listener.name.{listener.lower()}.plain.sasl.jaas.config has no username and password")
+    return options["username"], options["password"]
+
+
+def _protocol_of(config: ServerConfig, listener: str) -> str:
+    """The listener's security protocol: from its endpoint if this node has one, else from the map (KRaft maps
+    an unmapped controller listener to PLAINTEXT)."""
+    for endpoint in config.listeners:
+        if endpoint.name == listener:
+            return endpoint.security_protocol
+    for entry in config.static.get("listener.security.protocol.map", "").split(","):
+        name, _, protocol = entry.partition(":")
+        if name.strip().upper() == listener:
+            return protocol.strip().upper()
+    return "PLAINTEXT"
+
+
+class ControllerCallError(Exception):
+    """The controller's answer could not be read, or it refused the login: the connection is dropped."""
+
+
+class _Login(Exception):
+    """The SASL login was refused: the request gets UNKNOWN_SERVER_ERROR, as on Kafka's authentication failure."""
+
+
+@cache
+def _writer(cls: Any) -> Callable[[io.BytesIO, Any], None]:
+    return entity_writer(cls)
+
+
+@cache
+def _reader(cls: Any) -> Callable[[bytes, int], tuple[Any, int]]:
+    return entity_reader(cls)
+
+
+class _Connection:
+    """One connection to a controller listener: length-prefixed frames, one call at a time."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._client_id = client_id
+        self._correlation = itertools.count(1)
+
+    async def call(self, api_key: int, version: int, body: Any) -> Any:
+        """Send one request (``body``: a kio entity or a dict of its values) and return the response body."""
+        cls = request_class(api_key, version)
+        header_cls = cls.__header_schema__
+        correlation_id = next(self._correlation)
+        header = build(header_cls, {"request_api_key": api_key, "request_api_version": version,
+                                    "correlation_id": correlation_id, "client_id": self._client_id})  # fmt: skip
+        out = io.BytesIO()
+        _writer(header_cls)(out, header)
+        _writer(cls)(out, body if not isinstance(body, Mapping) else build(cls, body))
+        self._writer.write(frame(out.getvalue()))
+        await self._writer.drain()
+        size = int.from_bytes(await self._reader.readexactly(4), "big", signed=True)
+        try:
+            check_frame_size(size, DEFAULT_MAX_FRAME_BYTES, "the response size limit")
+        except ProtocolError as exc:
+            raise ControllerCallError(str(exc)) from None
+        payload = await self._reader.readexactly(size)
+        response_cls = response_class(api_key, version)
+        response_header_cls = response_cls.__header_schema__
+        try:
+            check_message(payload, 0, (response_header_cls, response_cls))
+            response_header, offset = _reader(response_header_cls)(payload, 0)
+            response, _ = _reader(response_cls)(payload, offset)
+        except (ProtocolError, DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError) as exc:
+            raise ControllerCallError(f"unreadable response to api {api_key}: {type(exc).__name__}") from None
+        if int(response_header.correlation_id) != correlation_id:
+            raise ControllerCallError(f"response for correlation id {response_header.correlation_id}, "
+                                      f"expected {correlation_id}")  # fmt: skip
+        return response
+
+    async def close(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError, ConnectionError):
+            await self._writer.wait_closed()
+
+
+class ControllerChannel:
+    """Forward requests to the controller through one connection (see the module docstring)."""
+
+    def __init__(
+        self,
+        controller: Address | Callable[[], Address | None],
+        manager: ForwardingManager | None = None,
+        *,
+        sasl_plain: tuple[str, str] | None = None,
+        client_id: str = "ksteward-forwarding",
+        request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+    ) -> None:
+        self._controller = controller if callable(controller) else (lambda: controller)
+        self.manager = manager or ForwardingManager()
+        self._sasl_plain = sasl_plain
+        self._client_id = client_id
+        self._request_timeout_s = request_timeout_s
+        self._backoff_s = backoff_s
+        self._connection: _Connection | None = None
+        self._unreachable = False  # the last connection attempt failed
+        self._waiting: dict[int, asyncio.Future[Completion]] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # --- the broker's side -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="ksteward-forwarding")
+
+    async def forward(self, request: ClientRequest) -> Completion:
+        """Queue ``request`` behind any others and wait for its end (a response, an error or a close)."""
+        loop = asyncio.get_running_loop()
+        request_id = self.manager.submit(request, loop.time())
+        future: asyncio.Future[Completion] = loop.create_future()
+        self._waiting[request_id] = future
+        self._wake.set()
+        return await future
+
+    async def close(self) -> None:
+        """Stop sending; requests still waiting fail with ConnectionError (the broker is shutting down)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._drop_connection()
+        for future in self._waiting.values():
+            if not future.done():
+                future.set_exception(ConnectionError("the forwarding channel is closed"))
+        self._waiting.clear()
+
+    # --- the sending task ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            outbound = self.manager.next_envelope(loop.time())
+            self._settle()
+            if outbound is None:
+                await self._idle(loop)
+                continue
+            try:
+                await self._deliver(outbound)
+            except Exception as exc:  # a bug here must not strand the request: it is retried
+                log.error("forwarding failed unexpectedly: %s", type(exc).__name__)
+                await self._drop_connection()
+                self.manager.on_disconnect(outbound.attempt)
+                await asyncio.sleep(self._backoff_s)
+            self._settle()
+
+    async def _idle(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Wait for a new request, or until the oldest waiting one times out."""
+        self._wake.clear()
+        deadline = self.manager.next_deadline()
+        timeout = None if deadline is None else max(deadline - loop.time(), 0.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+
+    async def _deliver(self, outbound: OutboundEnvelope) -> None:
+        try:
+            connection = await self._connect()
+        except _Login as exc:
+            log.error("cannot log in to the controller: %s", exc)
+            self.manager.on_failure(outbound.attempt)
+            await asyncio.sleep(self._backoff_s)
+            return
+        except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
+            # Once per outage at INFO: the retries come every backoff_s until the controller is back.
+            level = logging.DEBUG if self._unreachable else logging.INFO
+            self._unreachable = True
+            log.log(level, "no connection to the controller (%s); retrying", type(exc).__name__)
+            self.manager.on_disconnect(outbound.attempt)
+            await asyncio.sleep(self._backoff_s)
+            return
+        versions = self.manager.controller_api_versions or {}
+        low, high = versions.get(ApiKey.ENVELOPE, (0, -1))
+        if not low <= _ENVELOPE_VERSION <= high:  # Kafka's version mismatch: the client gets UNKNOWN_SERVER_ERROR
+            log.error("the controller does not serve Envelope v%d", _ENVELOPE_VERSION)
+            self.manager.on_failure(outbound.attempt)
+            return
+        try:
+            call = connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, outbound.envelope)
+            response = await asyncio.wait_for(call, self._request_timeout_s)
+        except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
+            log.info("lost the controller connection with a request in flight (%s); retrying", type(exc).__name__)
+            await self._drop_connection()
+            self.manager.on_disconnect(outbound.attempt)
+            return
+        if self.manager.on_response(outbound.attempt, response):
+            log.info("the controller answered NOT_CONTROLLER; looking for the controller again")
+            await self._drop_connection()
+
+    async def _connect(self) -> _Connection:
+        if self._connection is not None:
+            return self._connection
+        address = self._controller()
+        if address is None:
+            raise ConnectionError("no controller is known")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), self._request_timeout_s)
+        connection = _Connection(reader, writer, self._client_id)
+        try:
+            await asyncio.wait_for(self._handshake(connection), self._request_timeout_s)
+        except BaseException:
+            await connection.close()
+            raise
+        self._connection = connection
+        if self._unreachable:
+            log.info("connected to the controller at %s:%d", *address)
+            self._unreachable = False
+        return connection
+
+    async def _handshake(self, connection: _Connection) -> None:
+        versions = await connection.call(
+            ApiKey.API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"}
+        )
+        if versions.error_code != ErrorCode.none:
+            raise ControllerCallError(f"ApiVersions failed with error {int(versions.error_code)}")
+        self.manager.controller_api_versions = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
+        }
+        if self._sasl_plain is None:
+            return
+        user, password = self._sasl_plain
+        handshake = await connection.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+        if handshake.error_code != ErrorCode.none:
+            raise _Login(f"SaslHandshake(PLAIN) refused with error {int(handshake.error_code)}")
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        auth = await connection.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+        if auth.error_code != ErrorCode.none:
+            raise _Login(f"SaslAuthenticate refused with error {int(auth.error_code)}")
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    def _settle(self) -> None:
+        """Hand each finished request to whoever waits for it."""
+        for completion in self.manager.completions():
+            future = self._waiting.pop(completion.request_id, None)
+            if future is not None and not future.done():
+                future.set_result(completion)
