@@ -8,7 +8,7 @@ import pytest
 
 from ksteward.configs.properties import parse_override, parse_properties
 from ksteward.configs.server_config import ConfigError, parse_server_config
-from ksteward.server.addresses import java_host_address
+from ksteward.protocol.addresses import java_host_address
 
 BASE = {
     "process.roles": "broker,controller",

@@ -19,7 +19,7 @@ from ksteward.metadata.image import MetadataImage
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     principal: str  # "User:alice"; "User:ANONYMOUS" on PLAINTEXT
-    client_host: str  # Java text form (see ksteward.server.addresses)
+    client_host: str  # Java text form (see ksteward.protocol.addresses)
     listener: str
     security_protocol: str
     client_id: str | None

@@ -41,6 +41,7 @@ from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType, forwar
 from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS
+from ksteward.protocol.addresses import java_ip_text
 from ksteward.protocol.apis import api_name
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import PreEncoded, Request, decode_request, encode_response, peek_header, response_class
@@ -68,12 +69,7 @@ def client_host_text(address: bytes) -> str:
     Anything but 4 or 16 bytes is INVALID_REQUEST ("Failed to parse client address from envelope")."""
     if len(address) not in (4, 16):
         raise EnvelopeError(ErrorCode.invalid_request, "Failed to parse client address from envelope")
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return ":".join(format(int(group, 16), "x") for group in ip.exploded.split(":"))
-    return str(ip)
+    return java_ip_text(ipaddress.ip_address(address))
 
 
 def _envelope(code: ErrorCode, data: bytes | None = None) -> EnvelopeResponse:

@@ -143,7 +143,7 @@ class ClientRequest:
     correlation_id: int
     body: Any  # the decoded body: the error responses name its entries
     principal: str  # "User:alice"
-    client_host: str  # Java text form (ksteward.server.addresses.java_host_address)
+    client_host: str  # Java text form (ksteward.protocol.addresses.java_host_address)
 
 
 class Outcome(enum.Enum):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ksteward.broker.api_versions import unsupported_version_response
 from ksteward.broker.context import ApiTable, Node, RequestContext
+from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import (
@@ -41,7 +42,6 @@ from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
-from ksteward.server.addresses import java_host_address
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)

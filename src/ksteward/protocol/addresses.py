@@ -17,6 +17,11 @@ def java_host_address(address: str) -> str:
         ip = ipaddress.ip_address(host)
     except ValueError:
         return address
+    return java_ip_text(ip)
+
+
+def java_ip_text(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    """``ip`` in Java's ``getHostAddress()`` form (also for an Envelope's raw client address bytes)."""
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return str(ip.ipv4_mapped)
