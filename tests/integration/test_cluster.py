@@ -3,9 +3,15 @@ metadata log, register, heartbeat and forward mutations (docs/cluster.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+from harness import Cluster, ClusterNode, wait_for
+from rawkafka import connect, metadata_body
 
 from ksteward.configs.server_config import ConfigError, QuorumVoter, parse_server_config
+from ksteward.protocol.apis import ApiKey
 
 BROKER_ONLY = {
     "process.roles": "broker",
@@ -58,3 +64,67 @@ def test_a_controller_listing_voters_must_be_one() -> None:
     with pytest.raises(ConfigError, match=r"node\.id 2 must be in"):
         parse_server_config({**controller, "controller.quorum.voters": "1@localhost:9093"})
     assert parse_server_config({**controller, "controller.quorum.voters": "2@localhost:9093"}).quorum_voters
+
+
+# --- a running cluster -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    made = Cluster(tmp_path)
+    try:
+        yield made.start()
+    finally:
+        made.kill()
+
+
+def metadata_brokers(node: ClusterNode) -> set[int]:
+    with connect(node.address) as conn:
+        body = conn.request(ApiKey.METADATA, 12, metadata_body(12, [])).body
+    return {int(b.node_id) for b in body.brokers}
+
+
+def acl_names(node: ClusterNode) -> set[str]:
+    """The names of the TOPIC ACLs the node's DescribeAcls returns."""
+    with connect(node.address) as conn:
+        body = conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY_TOPIC_ACL).body
+    assert int(body.error_code) == 0, body
+    return {r.resource_name for r in body.resources}
+
+
+ANY_TOPIC_ACL = {
+    "resource_type_filter": 2,  # TOPIC
+    "resource_name_filter": None,
+    "pattern_type_filter": 1,  # ANY
+    "principal_filter": None,
+    "host_filter": None,
+    "operation": 1,  # ANY
+    "permission_type": 1,  # ANY
+}
+
+
+def create_topic_acl(node: ClusterNode, topic: str) -> None:
+    creation = {"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3, "principal": "User:alice",
+                "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
+    with connect(node.address) as conn:
+        body = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
+    assert [int(r.error_code) for r in body.results] == [0], body
+
+
+def test_a_mutation_on_the_controller_reaches_both_brokers(cluster: Cluster) -> None:
+    create_topic_acl(cluster.controller, "direct")  # KIP-919: straight to the controller listener
+    for broker in cluster.brokers:
+        wait_for(lambda b=broker: "direct" in acl_names(b), 10.0, f"{broker.name} to see the ACL")
+    assert all(metadata_brokers(b) == {2, 3} for b in cluster.brokers)
+
+
+def test_a_restarted_broker_resumes_from_its_own_log(cluster: Cluster) -> None:
+    create_topic_acl(cluster.controller, "before")
+    broker = cluster.brokers[0]
+    wait_for(lambda: "before" in acl_names(broker), 10.0, "the broker to see the first ACL")
+    broker.stop()
+    create_topic_acl(cluster.controller, "while-down")
+    broker.spawn()
+    broker.wait_ready()
+    assert "resuming the metadata log at offset" in broker.run_log()
+    wait_for(lambda: {"before", "while-down"} <= acl_names(broker), 10.0, "the broker to catch up")

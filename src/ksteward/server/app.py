@@ -54,7 +54,7 @@ from ksteward.protocol.sasl import (
 )
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
-from ksteward.server.connection import Connection, ListenerRuntime
+from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tls import server_context
 
@@ -110,6 +110,9 @@ class Server:
     def controller(self) -> Controller:
         assert self._controller is not None
         return self._controller
+
+    def config_resolver(self) -> ConfigResolver:
+        return self.controller.configs.resolver(self.image)
 
     @property
     def authorizer(self) -> StandardAuthorizer | None:
@@ -308,9 +311,17 @@ class Server:
         rack = cfg.static.get("broker.rack") or None
         return BrokerRegistration(cfg.node_id, self.incarnation_id, tuple(cfg.advertised_listeners), rack)
 
+    def _client_api_table(self) -> ApiTable:
+        """The APIs this node's client (non-controller) listeners serve."""
+        return broker_api_table()
+
+    def _forward(self) -> Forward | None:
+        """How client listeners forward mutations; None: this node runs them itself (it is the controller)."""
+        return None
+
     def _listener_runtimes(self) -> dict[str, ListenerRuntime]:
         cfg = self._config
-        broker_table: ApiTable = broker_api_table()
+        broker_table: ApiTable = self._client_api_table()
         controller_table: ApiTable = controller_api_table()
         runtimes = {}
         for endpoint in cfg.listeners:
@@ -326,6 +337,7 @@ class Server:
                 failed_authentication_delay_s=cfg.failed_authentication_delay_ms / 1000,
                 max_receive_before_auth=cfg.sasl_server_max_receive_size,
                 idle_timeout_s=cfg.connections_max_idle_ms / 1000,
+                forward=None if is_controller else self._forward(),
             )
         return runtimes
 
