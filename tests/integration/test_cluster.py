@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clients import Auth, cluster_views
 from harness import Cluster, ClusterNode, wait_for
 from rawkafka import connect, metadata_body
 
@@ -128,3 +129,26 @@ def test_a_restarted_broker_resumes_from_its_own_log(cluster: Cluster) -> None:
     broker.wait_ready()
     assert "resuming the metadata log at offset" in broker.run_log()
     wait_for(lambda: {"before", "while-down"} <= acl_names(broker), 10.0, "the broker to catch up")
+
+
+# --- lifecycle: registration, fencing, controlled shutdown ------------------------------------------------
+
+
+def test_brokers_are_listed_once_unfenced_and_a_killed_one_is_fenced(cluster: Cluster) -> None:
+    first, second = cluster.brokers
+    view = cluster_views("confluent-kafka", first.bootstrap, Auth())["Metadata"]
+    assert {node_id for node_id, _, _ in view.brokers} == {2, 3}
+    assert view.cluster_id == cluster.cluster_id
+    second.kill()  # no controlled shutdown: the controller fences it once its session expires
+    wait_for(lambda: metadata_brokers(first) == {2}, 15.0, "the killed broker to be fenced and dropped")
+    assert "fenced broker 3: its session timed out" in cluster.controller.run_log()
+
+
+def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) -> None:
+    first, second = cluster.brokers
+    second.stop()  # exit code 0
+    assert "controlled shutdown complete" in second.run_log()
+    wait_for(lambda: metadata_brokers(first) == {2}, 15.0, "the stopped broker to leave Metadata")
+    second.spawn()
+    second.wait_ready()  # a new incarnation registers and is unfenced again
+    wait_for(lambda: metadata_brokers(first) == {2, 3}, 15.0, "the restarted broker to be listed")

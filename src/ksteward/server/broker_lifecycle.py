@@ -87,6 +87,7 @@ class BrokerLifecycle:
         except TimeoutError:
             log.warning("controlled shutdown did not complete within %.1f s; stopping anyway", timeout_s)
             return False
+        log.info("controlled shutdown complete")
         return True
 
     async def close(self) -> None:
