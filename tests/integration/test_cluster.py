@@ -7,12 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clients import Auth, cluster_views
+from acl_clients import Confluent, Filter
+from clients import Auth, cluster_views, confluent_admin, kafka_python_admin
 from harness import Cluster, ClusterNode, wait_for
 from rawkafka import connect, metadata_body
 
+from ksteward.broker.forwarding import forwardable_api_versions
 from ksteward.configs.server_config import ConfigError, QuorumVoter, parse_server_config
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.api_table import broker_api_table
 
 BROKER_ONLY = {
     "process.roles": "broker",
@@ -152,3 +155,116 @@ def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) ->
     second.spawn()
     second.wait_ready()  # a new incarnation registers and is unfenced again
     wait_for(lambda: metadata_brokers(first) == {2, 3}, 15.0, "the restarted broker to be listed")
+
+
+# --- forwarding: every mutation kind sent to one broker is applied once and seen from the other -------------
+
+
+def topic_partitions(node: ClusterNode) -> dict[str, int]:
+    admin = confluent_admin(node.bootstrap, Auth())
+    metadata = admin.list_topics(timeout=10)
+    return {name: len(t.partitions) for name, t in metadata.topics.items()}
+
+
+def topic_config(node: ClusterNode, topic: str, key: str) -> str | None:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    admin = confluent_admin(node.bootstrap, Auth())
+    entries = admin.describe_configs([resource])[resource].result(10)
+    return entries[key].value if key in entries else None
+
+
+def test_topic_mutations_through_either_broker(cluster: Cluster) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic
+    from confluent_kafka.admin import ResourceType as Rt
+
+    first, second = cluster.brokers
+    admin = confluent_admin(first.bootstrap, Auth())
+    admin.create_topics([NewTopic("orders", 2, 2)])["orders"].result(15)
+    wait_for(lambda: topic_partitions(second).get("orders") == 2, 10.0, "the topic on the other broker")
+    other = confluent_admin(second.bootstrap, Auth())
+    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):  # applied once: the second is refused
+        other.create_topics([NewTopic("orders", 2, 2)])["orders"].result(15)
+
+    other.create_partitions([NewPartitions("orders", 3)])["orders"].result(15)
+    wait_for(lambda: topic_partitions(first).get("orders") == 3, 10.0, "the new partition on the first broker")
+
+    entry = ConfigEntry("retention.ms", "1234", incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(Rt.TOPIC, "orders", incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    wait_for(lambda: topic_config(second, "orders", "retention.ms") == "1234", 10.0, "the config change")
+
+    legacy = kafka_python_admin(second.bootstrap, Auth())  # AlterConfigs (api 33), from another client
+    try:
+        from kafka.admin import ConfigResource as KpResource
+        from kafka.admin import ConfigResourceType
+
+        legacy.alter_configs([KpResource(ConfigResourceType.TOPIC, "orders", configs={"cleanup.policy": "compact"})])
+    finally:
+        legacy.close()
+    wait_for(lambda: topic_config(first, "orders", "cleanup.policy") == "compact", 10.0, "the legacy alter")
+
+    other.delete_topics(["orders"])["orders"].result(15)
+    wait_for(lambda: "orders" not in topic_partitions(first), 10.0, "the deletion on the first broker")
+
+
+def test_acl_mutations_through_either_broker(cluster: Cluster) -> None:
+    first, second = cluster.brokers
+    acl = ("TOPIC", "payments", "LITERAL", "User:bob", "*", "READ", "ALLOW")
+    Confluent(second.bootstrap).create(Auth(), [acl])
+    Confluent(second.bootstrap).create(Auth(), [acl])  # a duplicate: CreateAcls skips a binding it holds
+    everything: Filter = ("TOPIC", None, None, None, None, None, None)
+    wait_for(lambda: Confluent(first.bootstrap).describe(Auth(), everything) == {acl}, 10.0, "the ACL")
+    assert acl_names(first) == {"payments"}
+    deleted = Confluent(first.bootstrap).delete(Auth(), [everything])
+    assert deleted == [{acl}]
+    wait_for(lambda: not Confluent(second.bootstrap).describe(Auth(), everything), 10.0, "the ACL gone")
+
+
+def test_quota_and_scram_mutations_through_either_broker(cluster: Cluster) -> None:
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    first, second = cluster.brokers
+    quota = {"entity": [{"entity_type": "user", "entity_name": "carol"}],
+             "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}  # fmt: skip
+    with connect(first.address) as conn:
+        body = conn.request(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [quota], "validate_only": False}).body
+    assert [int(e.error_code) for e in body.entries] == [0], body
+
+    def quotas_on_second() -> list[tuple[str, float]]:
+        match = {"components": [{"entity_type": "user", "match_type": 0, "match": "carol"}], "strict": False}
+        with connect(second.address) as conn:
+            entries = conn.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, match).body.entries
+        return [(v.key, v.value) for e in entries for v in e.values]
+
+    wait_for(lambda: quotas_on_second() == [("producer_byte_rate", 1024.0)], 10.0, "the quota")
+
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+    admin = confluent_admin(second.bootstrap, Auth())
+    admin.alter_user_scram_credentials([upsert])["carol"].result(15)
+
+    def scram_users_on_first() -> set[str]:
+        reader = confluent_admin(first.bootstrap, Auth())
+        described = reader.describe_user_scram_credentials().result(10)
+        return set(described)
+
+    wait_for(lambda: scram_users_on_first() == {"carol"}, 10.0, "the SCRAM credential")
+
+
+def test_api_versions_advertise_the_controllers_range_for_forwarded_apis(cluster: Cluster) -> None:
+    with connect(cluster.controller.address) as conn:
+        controller = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in conn.api_versions().body.api_keys
+        }
+    broker = cluster.brokers[0]
+    create_topic_acl(broker, "warm-up")  # the broker has talked to the controller by now
+    with connect(broker.address) as conn:
+        advertised = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in conn.api_versions().body.api_keys
+        }
+    own = dict(broker_api_table().served)
+    assert advertised == forwardable_api_versions(own, controller)
+    assert ApiKey.METADATA in advertised and ApiKey.ENVELOPE not in advertised
