@@ -268,3 +268,17 @@ def test_api_versions_advertise_the_controllers_range_for_forwarded_apis(cluster
     own = dict(broker_api_table().served)
     assert advertised == forwardable_api_versions(own, controller)
     assert ApiKey.METADATA in advertised and ApiKey.ENVELOPE not in advertised
+
+
+def test_an_empty_broker_catches_up_from_the_controllers_snapshot(tmp_path: Path) -> None:
+    made = Cluster(tmp_path, brokers=1, overrides={"metadata.log.max.record.bytes.between.snapshots": "2048"})
+    try:
+        made.controller.start()
+        for i in range(40):  # enough records for the controller to write a snapshot
+            create_topic_acl(made.controller, f"topic-{i}")
+        wait_for(lambda: any(made.controller.data_dir.rglob("*.checkpoint")), 10.0, "a controller snapshot")
+        broker = made.brokers[0].start()  # an empty log: Kafka's leader sends an empty follower the snapshot
+        assert "installed metadata snapshot" in broker.run_log()
+        wait_for(lambda: acl_names(broker) == {f"topic-{i}" for i in range(40)}, 10.0, "every ACL on the broker")
+    finally:
+        made.kill()
