@@ -282,3 +282,24 @@ def test_an_empty_broker_catches_up_from_the_controllers_snapshot(tmp_path: Path
         wait_for(lambda: acl_names(broker) == {f"topic-{i}" for i in range(40)}, 10.0, "every ACL on the broker")
     finally:
         made.kill()
+
+
+def test_a_fresh_broker_needs_the_clusters_id(tmp_path: Path) -> None:
+    made = Cluster(tmp_path, brokers=1)
+    broker = made.brokers[0]
+    broker.extra_overrides["cluster.id"] = ""
+    try:
+        rc, text = broker.run_to_exit()
+    finally:
+        made.kill()
+    assert rc == 1
+    assert "is not formatted: set cluster.id" in text
+
+
+def test_brokers_keep_forwarding_across_a_controller_restart(cluster: Cluster) -> None:
+    first, second = cluster.brokers
+    create_topic_acl(first, "before-restart")
+    cluster.controller.restart(hard=True)  # a crash: the brokers reconnect, re-fetch and re-heartbeat
+    create_topic_acl(first, "after-restart")  # forwarded; retried until the controller is back
+    wait_for(lambda: acl_names(second) == {"before-restart", "after-restart"}, 15.0, "both ACLs on the other broker")
+    assert metadata_brokers(second) == {2, 3}
