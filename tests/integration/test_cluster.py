@@ -142,6 +142,9 @@ def test_brokers_are_listed_once_unfenced_and_a_killed_one_is_fenced(cluster: Cl
     view = cluster_views("confluent-kafka", first.bootstrap, Auth())["Metadata"]
     assert {node_id for node_id, _, _ in view.brokers} == {2, 3}
     assert view.cluster_id == cluster.cluster_id
+    for source, seen in cluster_views("kafka-python", second.bootstrap, Auth()).items():  # Metadata, DescribeCluster
+        assert {node_id for node_id, _, _ in seen.brokers} == {2, 3}, source
+        assert seen.controller_id in (2, 3), source  # a random live broker, as KRaftMetadataCache answers
     second.kill()  # no controlled shutdown: the controller fences it once its session expires
     wait_for(lambda: metadata_brokers(first) == {2}, 15.0, "the killed broker to be fenced and dropped")
     assert "fenced broker 3: its session timed out" in cluster.controller.run_log()
@@ -303,3 +306,28 @@ def test_brokers_keep_forwarding_across_a_controller_restart(cluster: Cluster) -
     create_topic_acl(first, "after-restart")  # forwarded; retried until the controller is back
     wait_for(lambda: acl_names(second) == {"before-restart", "after-restart"}, 15.0, "both ACLs on the other broker")
     assert metadata_brokers(second) == {2, 3}
+
+
+def test_brokers_log_in_to_a_sasl_controller_listener(tmp_path: Path) -> None:
+    """The controller listener is SASL_PLAINTEXT: brokers fetch, heartbeat and forward as User:broker, the
+    login of that listener's JAAS entry, which needs CLUSTER_ACTION (here: a super user)."""
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
+            'password="broker-secret" user_broker="broker-secret";')  # fmt: skip
+    settings = {
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": jaas,
+        "super.users": "User:broker;User:ANONYMOUS",
+    }
+    made = Cluster(tmp_path, brokers=2, overrides=settings)
+    try:
+        made.controller.start()  # readiness is ApiVersions, which a SASL listener answers before the login
+        for broker in made.brokers:
+            broker.start()
+        first, second = made.brokers
+        create_topic_acl(first, "over-sasl")
+        wait_for(lambda: acl_names(second) == {"over-sasl"}, 10.0, "the forwarded ACL on the other broker")
+        assert metadata_brokers(second) == {2, 3}
+    finally:
+        made.kill()
