@@ -3,19 +3,32 @@ metadata log, register, heartbeat and forward mutations (docs/cluster.md)."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acl_clients import Confluent, Filter
 from clients import Auth, cluster_views, confluent_admin, kafka_python_admin
 from harness import Cluster, ClusterNode, wait_for
+from kio.static.primitive import i8, i64
 from rawkafka import connect, metadata_body
 
+from ksteward.authorizer import StandardAuthorizer
 from ksteward.broker.forwarding import forwardable_api_versions
 from ksteward.configs.server_config import ConfigError, QuorumVoter, parse_server_config
+from ksteward.metadata.image import EMPTY_IMAGE
+from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.records import AccessControlEntryRecord, encode_record
 from ksteward.protocol.apis import ApiKey
+from ksteward.raft.leader import RaftLeader
+from ksteward.raft.log_view import MetadataLogView
 from ksteward.server.api_table import broker_api_table
+from ksteward.server.metadata_follower import MetadataFollower
 
 BROKER_ONLY = {
     "process.roles": "broker",
@@ -331,3 +344,72 @@ def test_brokers_log_in_to_a_sasl_controller_listener(tmp_path: Path) -> None:
         assert metadata_brokers(second) == {2, 3}
     finally:
         made.kill()
+
+
+# --- the follower's publishing rule, in process: only committed records reach the image and the authorizer ---
+
+
+class _LeaderConnection:
+    """A controller connection answered by a RaftLeader over a real log, with the high watermark held at
+    ``hw`` (None: the leader's own) to play a leader whose followers fetched past its commit point."""
+
+    def __init__(self, leader: RaftLeader, hw: int | None) -> None:
+        self.leader = leader
+        self.hw = hw
+
+    async def call(self, api_key: int, version: int, body: Any) -> Any:
+        assert api_key == ApiKey.FETCH
+        response = self.leader.handle_fetch(body, version, "CONTROLLER")
+        if self.hw is None:
+            return response
+        topic = response.responses[0]
+        partition = dataclasses.replace(topic.partitions[0], high_watermark=i64(self.hw))
+        return dataclasses.replace(response, responses=(dataclasses.replace(topic, partitions=(partition,)),))
+
+    async def close(self) -> None:
+        pass
+
+
+def _acl_record(name: str) -> bytes:
+    return encode_record(AccessControlEntryRecord(id=uuid.uuid4(), resource_type=i8(2), resource_name=name,
+                         pattern_type=i8(3), principal="User:alice", host="*", operation=i8(3),
+                         permission_type=i8(3)))  # fmt: skip
+
+
+def test_the_follower_applies_only_records_below_the_high_watermark(tmp_path: Path) -> None:
+    leader_log = MetadataLog.open(tmp_path / "leader", logger=logging.getLogger("test"))
+    leader_log.append([_acl_record("a"), _acl_record("b")], timestamp_ms=1, leader_epoch=1)
+    leader_log.append([_acl_record("c")], timestamp_ms=2, leader_epoch=1)
+    leader_log.flush()
+    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
+    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
+    connection = _LeaderConnection(leader, hw=2)  # offsets 0 and 1 are committed, 2 is not yet
+    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
+    authorizer.load_snapshot([], offset=-1)
+
+    async def connect(address: Any) -> Any:
+        return connection
+
+    async def follow() -> None:
+        follower = MetadataFollower(
+            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
+            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
+            bootstrap=(("127.0.0.1", 1),), connect=connect,
+        )  # fmt: skip
+        follower.observer.max_wait_ms = 0
+        try:
+            assert await follower._round()  # learns the leader and its epoch
+            assert await follower._round()  # all three records arrive, two are committed
+            assert follower.follower_log.view.log_end_offset == 3
+            assert follower.image.offset == 1 and len(follower.image.acls) == 2
+            assert sorted(b.resource_name for b in authorizer.acls()) == ["a", "b"]
+            assert follower.caught_up  # caught up means: every committed record is applied
+            connection.hw = None  # the leader's high watermark moves past the last record
+            assert await follower._round()
+            assert follower.image.offset == 2 and follower.caught_up
+            assert sorted(b.resource_name for b in authorizer.acls()) == ["a", "b", "c"]
+        finally:
+            await follower.close()
+            leader_log.close()
+
+    asyncio.run(follow())
