@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,14 @@ from harness import Cluster, ClusterNode, wait_for
 from kio.static.primitive import i8, i64
 from rawkafka import connect, metadata_body
 
-from ksteward.authorizer import StandardAuthorizer
+from ksteward.authorizer import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAuthorizer,
+)
 from ksteward.broker.forwarding import forwardable_api_versions
 from ksteward.configs.server_config import ConfigError, QuorumVoter, parse_server_config
 from ksteward.metadata.image import EMPTY_IMAGE
@@ -358,6 +366,8 @@ class _LeaderConnection:
         self.hw = hw
 
     async def call(self, api_key: int, version: int, body: Any) -> Any:
+        if api_key == ApiKey.FETCH_SNAPSHOT:
+            return self.leader.handle_fetch_snapshot(body, version, "CONTROLLER")
         assert api_key == ApiKey.FETCH
         response = self.leader.handle_fetch(body, version, "CONTROLLER")
         if self.hw is None:
@@ -370,9 +380,9 @@ class _LeaderConnection:
         pass
 
 
-def _acl_record(name: str) -> bytes:
+def _acl_record(name: str, principal: str = "User:alice") -> bytes:
     return encode_record(AccessControlEntryRecord(id=uuid.uuid4(), resource_type=i8(2), resource_name=name,
-                         pattern_type=i8(3), principal="User:alice", host="*", operation=i8(3),
+                         pattern_type=i8(3), principal=principal, host="*", operation=i8(3),
                          permission_type=i8(3)))  # fmt: skip
 
 
@@ -413,3 +423,57 @@ def test_the_follower_applies_only_records_below_the_high_watermark(tmp_path: Pa
             leader_log.close()
 
     asyncio.run(follow())
+
+
+def test_a_snapshot_install_swaps_the_acl_set_whole_under_concurrent_reads(tmp_path: Path) -> None:
+    """While the follower installs a snapshot of 5,000 ACLs over 1,000 others, a reader thread never sees
+    a mix: every read is the old set or the new one (StandardAuthorizer.load_snapshot)."""
+    leader_log = MetadataLog.open(tmp_path / "leader", logger=logging.getLogger("test"))
+    new_acls = [_acl_record(f"new-{i}", "User:new") for i in range(5000)]
+    for start in range(0, len(new_acls), 500):
+        leader_log.append(new_acls[start : start + 500], timestamp_ms=1, leader_epoch=1)
+    leader_log.flush()
+    leader_log.write_snapshot(5000, 1, new_acls, last_contained_timestamp_ms=1)
+    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
+    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
+    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
+    old = [(uuid.uuid4(), AclBinding(ResourceType.TOPIC, f"old-{i}", PatternType.LITERAL, "User:old", "*",
+                                     AclOperation.READ, AclPermissionType.ALLOW)) for i in range(1000)]  # fmt: skip
+    authorizer.load_snapshot(old, offset=-1)
+    seen: list[tuple[int, str]] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            names = [b.resource_name for b in authorizer.acls()]
+            seen.append((len(names), "mixed" if len({n.split("-")[0] for n in names}) > 1 else names[0][:3]))
+
+    async def connect(address: Any) -> Any:
+        return _LeaderConnection(leader, hw=None)
+
+    async def follow() -> MetadataFollower:
+        follower = MetadataFollower(
+            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
+            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
+            bootstrap=(("127.0.0.1", 1),), connect=connect,
+        )  # fmt: skip
+        follower.observer.max_wait_ms = 0
+        follower.observer.max_bytes = 64 * 1024  # several FetchSnapshot chunks
+        try:
+            while not follower.caught_up:
+                assert await follower._round()
+        finally:
+            await follower.close()
+        return follower
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        follower = asyncio.run(follow())
+    finally:
+        done.set()
+        thread.join()
+        leader_log.close()
+    assert follower.follower_log.installed, "the follower should have installed the snapshot"
+    assert follower.image.offset == 4999 and authorizer.acl_count() == 5000
+    assert set(seen) <= {(1000, "old"), (5000, "new")}, sorted(set(seen))[:5]
