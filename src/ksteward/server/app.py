@@ -2,7 +2,9 @@
 
 ``Server`` implements the broker's :class:`~ksteward.broker.context.Node` protocol. One process holds
 both roles (``process.roles=broker,controller``): the controller writes the metadata log, and the
-broker answers from the committed image.
+broker answers from the committed image. ``process.roles=controller`` runs the same class without the broker's
+registration and client listeners; a broker-only node is :class:`ksteward.server.broker_server.BrokerServer`
+(docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ class Server:
     async def start(self) -> None:
         cfg = self._config
         dirs = [cfg.metadata_log_dir]
-        dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
+        dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
         # Before anything in them is read or written (meta.properties, leftovers, recovery), as
         # Kafka's LogManager.lockLogDirs: a second process on a directory stops here, changing nothing.
         try:
@@ -453,6 +455,6 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
         return None
 
 
-def _log_dirs(cfg: ServerConfig) -> list[Path]:
+def configured_log_dirs(cfg: ServerConfig) -> list[Path]:
     raw = cfg.static.get("log.dirs") or cfg.static.get("log.dir") or ""
     return [Path(p.strip()) for p in raw.split(",") if p.strip()]

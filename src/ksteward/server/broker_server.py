@@ -18,6 +18,7 @@ import base64
 import hashlib
 import logging
 import uuid
+from pathlib import Path
 from typing import Any
 
 from ksteward.broker.api_versions import api_versions_values, handle_api_versions
@@ -35,7 +36,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.server.api_table import broker_api_table
-from ksteward.server.app import Server, StartupError, _log_dirs
+from ksteward.server.app import Server, StartupError, configured_log_dirs
 from ksteward.server.broker_lifecycle import BrokerLifecycle
 from ksteward.server.connection import Forward
 from ksteward.server.controller_channel import (
@@ -98,7 +99,7 @@ class BrokerServer(Server):
     async def start(self) -> None:
         cfg = self._config
         dirs = [cfg.metadata_log_dir]
-        dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
+        dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
         try:
             self._dir_locks = lock_directories(dirs)
         except DirectoryLockError as exc:
@@ -161,7 +162,7 @@ class BrokerServer(Server):
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
 
-    def _format(self, dirs: list[Any]) -> uuid.UUID | None:
+    def _format(self, dirs: list[Path]) -> uuid.UUID | None:
         """meta.properties: a broker joins the controller's cluster, so its cluster id must be configured
         (``cluster.id``) the first time; Kafka's storage tool formats every node with it. Returns the metadata
         directory's id, which the broker registers (``LogDirs``)."""
@@ -203,7 +204,7 @@ class BrokerServer(Server):
             raise StartupError("stopped before the controller unfenced this broker")
 
     async def _stop_when_told(self) -> None:
-        """Stop when following fails for good, or when the controller says ShouldShutDown on its own."""
+        """Stop the node when following fails for good (a RaftFatalError, a log that cannot be written)."""
         assert self._follower is not None
         await self._follower.stopped.wait()
         log.error("the metadata log can no longer be followed; shutting down")
