@@ -477,3 +477,17 @@ def test_a_snapshot_install_swaps_the_acl_set_whole_under_concurrent_reads(tmp_p
     assert follower.follower_log.installed, "the follower should have installed the snapshot"
     assert follower.image.offset == 4999 and authorizer.acl_count() == 5000
     assert set(seen) <= {(1000, "old"), (5000, "new")}, sorted(set(seen))[:5]
+
+
+def test_a_broker_waiting_for_its_controller_stops_on_sigterm(tmp_path: Path) -> None:
+    made = Cluster(tmp_path, brokers=1)  # the controller is never started
+    broker = made.brokers[0]
+    try:
+        broker.spawn()
+        broker.wait_for_log("resuming the metadata log", timeout=30.0)
+        rc = broker.stop(expect=None)
+    finally:
+        made.kill()
+    assert rc == 1
+    assert "stopped before the controller unfenced this broker" in broker.run_log()
+    assert "is serving on" not in broker.run_log()  # no client listener was ever opened
