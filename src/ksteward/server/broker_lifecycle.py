@@ -30,8 +30,8 @@ from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.cluster import SECURITY_PROTOCOL_CODES
 from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.protocol.apis import ApiKey
-from ksteward.server.controller_channel import Address, ControllerConnection
-from ksteward.server.metadata_follower import _CALL_ERRORS, Connect, MetadataFollower
+from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
+from ksteward.server.metadata_follower import Connect, MetadataFollower
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class BrokerLifecycle:
             if self._connection is None:
                 self._connection = await self._connect(self._controller())
             return await asyncio.wait_for(self._connection.call(api_key, version, body), _REQUEST_TIMEOUT_S)
-        except _CALL_ERRORS as exc:
+        except CALL_ERRORS as exc:
             log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
             await self._drop_connection()
             return None

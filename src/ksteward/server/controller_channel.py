@@ -109,6 +109,10 @@ class ControllerLoginError(Exception):
     """The SASL login was refused: the request gets UNKNOWN_SERVER_ERROR, as on Kafka's authentication failure."""
 
 
+#: What a failed call to the controller raises: the caller drops the connection and tries again later.
+CALL_ERRORS = (OSError, ConnectionError, EOFError, ControllerCallError, ControllerLoginError, TimeoutError)
+
+
 @cache
 def _writer(cls: Any) -> Callable[[io.BytesIO, Any], None]:
     return entity_writer(cls)

@@ -37,12 +37,7 @@ from ksteward.metadata.records import decode_record
 from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
-from ksteward.server.controller_channel import (
-    Address,
-    ControllerCallError,
-    ControllerConnection,
-    ControllerLoginError,
-)
+from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +47,6 @@ DEFAULT_BACKOFF_S = 0.02
 DEFAULT_REQUEST_TIMEOUT_S = 2.0
 
 Connect = Callable[[Address], Awaitable[ControllerConnection]]
-_CALL_ERRORS = (OSError, ConnectionError, EOFError, ControllerCallError, ControllerLoginError, TimeoutError)
 
 
 class MetadataFollower:
@@ -148,7 +142,7 @@ class MetadataFollower:
             connection = await self._connection_to_leader()
             api_key, version, body = self.observer.next_request(view)
             response = await asyncio.wait_for(connection.call(api_key, version, body), self._request_timeout_s)
-        except _CALL_ERRORS as exc:
+        except CALL_ERRORS as exc:
             log.debug("metadata fetch failed (%s); retrying", type(exc).__name__)
             await self._drop_connection()
             return False
