@@ -491,3 +491,20 @@ def test_a_broker_waiting_for_its_controller_stops_on_sigterm(tmp_path: Path) ->
     assert rc == 1
     assert "stopped before the controller unfenced this broker" in broker.run_log()
     assert "is serving on" not in broker.run_log()  # no client listener was ever opened
+
+
+def test_a_stopped_brokers_leadership_moves_to_the_other(cluster: Cluster) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    first, second = cluster.brokers
+    admin = confluent_admin(first.bootstrap, Auth())
+    admin.create_topics([NewTopic("moves", 4, 2)])["moves"].result(15)
+
+    def leaders(node: ClusterNode) -> set[int]:
+        with connect(node.address) as conn:
+            body = conn.request(ApiKey.METADATA, 9, metadata_body(9, ["moves"])).body
+        return {int(p.leader_id) for t in body.topics for p in t.partitions}
+
+    wait_for(lambda: leaders(first) == {2, 3}, 10.0, "leaders spread over both brokers")
+    second.stop()  # controlled shutdown: the controller moves broker 3's leaderships before it fences it
+    wait_for(lambda: leaders(first) == {2}, 10.0, "every partition led by the remaining broker")
