@@ -139,20 +139,20 @@ def create_topic_acl(node: ClusterNode, topic: str) -> None:
 def test_a_mutation_on_the_controller_reaches_both_brokers(cluster: Cluster) -> None:
     create_topic_acl(cluster.controller, "direct")  # KIP-919: straight to the controller listener
     for broker in cluster.brokers:
-        wait_for(lambda b=broker: "direct" in acl_names(b), 10.0, f"{broker.name} to see the ACL")
+        wait_for(lambda b=broker: "direct" in acl_names(b), 20.0, f"{broker.name} to see the ACL")
     assert all(metadata_brokers(b) == {2, 3} for b in cluster.brokers)
 
 
 def test_a_restarted_broker_resumes_from_its_own_log(cluster: Cluster) -> None:
     create_topic_acl(cluster.controller, "before")
     broker = cluster.brokers[0]
-    wait_for(lambda: "before" in acl_names(broker), 10.0, "the broker to see the first ACL")
+    wait_for(lambda: "before" in acl_names(broker), 20.0, "the broker to see the first ACL")
     broker.stop()
     create_topic_acl(cluster.controller, "while-down")
     broker.spawn()
     broker.wait_ready()
     assert "resuming the metadata log at offset" in broker.run_log()
-    wait_for(lambda: {"before", "while-down"} <= acl_names(broker), 10.0, "the broker to catch up")
+    wait_for(lambda: {"before", "while-down"} <= acl_names(broker), 20.0, "the broker to catch up")
 
 
 # --- lifecycle: registration, fencing, controlled shutdown ------------------------------------------------
@@ -167,7 +167,7 @@ def test_brokers_are_listed_once_unfenced_and_a_killed_one_is_fenced(cluster: Cl
         assert {node_id for node_id, _, _ in seen.brokers} == {2, 3}, source
         assert seen.controller_id in (2, 3), source  # a random live broker, as KRaftMetadataCache answers
     second.kill()  # no controlled shutdown: the controller fences it once its session expires
-    wait_for(lambda: metadata_brokers(first) == {2}, 15.0, "the killed broker to be fenced and dropped")
+    wait_for(lambda: metadata_brokers(first) == {2}, 20.0, "the killed broker to be fenced and dropped")
     assert "fenced broker 3: its session timed out" in cluster.controller.run_log()
 
 
@@ -175,10 +175,10 @@ def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) ->
     first, second = cluster.brokers
     second.stop()  # exit code 0
     assert "controlled shutdown complete" in second.run_log()
-    wait_for(lambda: metadata_brokers(first) == {2}, 15.0, "the stopped broker to leave Metadata")
+    wait_for(lambda: metadata_brokers(first) == {2}, 20.0, "the stopped broker to leave Metadata")
     second.spawn()
     second.wait_ready()  # a new incarnation registers and is unfenced again
-    wait_for(lambda: metadata_brokers(first) == {2, 3}, 15.0, "the restarted broker to be listed")
+    wait_for(lambda: metadata_brokers(first) == {2, 3}, 20.0, "the restarted broker to be listed")
 
 
 # --- forwarding: every mutation kind sent to one broker is applied once and seen from the other -------------
@@ -207,18 +207,18 @@ def test_topic_mutations_through_either_broker(cluster: Cluster) -> None:
     first, second = cluster.brokers
     admin = confluent_admin(first.bootstrap, Auth())
     admin.create_topics([NewTopic("orders", 2, 2)])["orders"].result(15)
-    wait_for(lambda: topic_partitions(second).get("orders") == 2, 10.0, "the topic on the other broker")
+    wait_for(lambda: topic_partitions(second).get("orders") == 2, 20.0, "the topic on the other broker")
     other = confluent_admin(second.bootstrap, Auth())
     with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):  # applied once: the second is refused
         other.create_topics([NewTopic("orders", 2, 2)])["orders"].result(15)
 
     other.create_partitions([NewPartitions("orders", 3)])["orders"].result(15)
-    wait_for(lambda: topic_partitions(first).get("orders") == 3, 10.0, "the new partition on the first broker")
+    wait_for(lambda: topic_partitions(first).get("orders") == 3, 20.0, "the new partition on the first broker")
 
     entry = ConfigEntry("retention.ms", "1234", incremental_operation=AlterConfigOpType.SET)
     resource = ConfigResource(Rt.TOPIC, "orders", incremental_configs=[entry])
     admin.incremental_alter_configs([resource])[resource].result(15)
-    wait_for(lambda: topic_config(second, "orders", "retention.ms") == "1234", 10.0, "the config change")
+    wait_for(lambda: topic_config(second, "orders", "retention.ms") == "1234", 20.0, "the config change")
 
     legacy = kafka_python_admin(second.bootstrap, Auth())  # AlterConfigs (api 33), from another client
     try:
@@ -228,10 +228,10 @@ def test_topic_mutations_through_either_broker(cluster: Cluster) -> None:
         legacy.alter_configs([KpResource(ConfigResourceType.TOPIC, "orders", configs={"cleanup.policy": "compact"})])
     finally:
         legacy.close()
-    wait_for(lambda: topic_config(first, "orders", "cleanup.policy") == "compact", 10.0, "the legacy alter")
+    wait_for(lambda: topic_config(first, "orders", "cleanup.policy") == "compact", 20.0, "the legacy alter")
 
     other.delete_topics(["orders"])["orders"].result(15)
-    wait_for(lambda: "orders" not in topic_partitions(first), 10.0, "the deletion on the first broker")
+    wait_for(lambda: "orders" not in topic_partitions(first), 20.0, "the deletion on the first broker")
 
 
 def test_acl_mutations_through_either_broker(cluster: Cluster) -> None:
@@ -240,11 +240,11 @@ def test_acl_mutations_through_either_broker(cluster: Cluster) -> None:
     Confluent(second.bootstrap).create(Auth(), [acl])
     Confluent(second.bootstrap).create(Auth(), [acl])  # a duplicate: CreateAcls skips a binding it holds
     everything: Filter = ("TOPIC", None, None, None, None, None, None)
-    wait_for(lambda: Confluent(first.bootstrap).describe(Auth(), everything) == {acl}, 10.0, "the ACL")
+    wait_for(lambda: Confluent(first.bootstrap).describe(Auth(), everything) == {acl}, 20.0, "the ACL")
     assert acl_names(first) == {"payments"}
     deleted = Confluent(first.bootstrap).delete(Auth(), [everything])
     assert deleted == [{acl}]
-    wait_for(lambda: not Confluent(second.bootstrap).describe(Auth(), everything), 10.0, "the ACL gone")
+    wait_for(lambda: not Confluent(second.bootstrap).describe(Auth(), everything), 20.0, "the ACL gone")
 
 
 def test_quota_and_scram_mutations_through_either_broker(cluster: Cluster) -> None:
@@ -263,7 +263,7 @@ def test_quota_and_scram_mutations_through_either_broker(cluster: Cluster) -> No
             entries = conn.request(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, match).body.entries
         return [(v.key, v.value) for e in entries for v in e.values]
 
-    wait_for(lambda: quotas_on_second() == [("producer_byte_rate", 1024.0)], 10.0, "the quota")
+    wait_for(lambda: quotas_on_second() == [("producer_byte_rate", 1024.0)], 20.0, "the quota")
 
     info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
     upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
@@ -275,7 +275,7 @@ def test_quota_and_scram_mutations_through_either_broker(cluster: Cluster) -> No
         described = reader.describe_user_scram_credentials().result(10)
         return set(described)
 
-    wait_for(lambda: scram_users_on_first() == {"carol"}, 10.0, "the SCRAM credential")
+    wait_for(lambda: scram_users_on_first() == {"carol"}, 20.0, "the SCRAM credential")
 
 
 def test_api_versions_advertise_the_controllers_range_for_forwarded_apis(cluster: Cluster) -> None:
@@ -300,10 +300,10 @@ def test_an_empty_broker_catches_up_from_the_controllers_snapshot(tmp_path: Path
         made.controller.start()
         for i in range(40):  # enough records for the controller to write a snapshot
             create_topic_acl(made.controller, f"topic-{i}")
-        wait_for(lambda: any(made.controller.data_dir.rglob("*.checkpoint")), 10.0, "a controller snapshot")
+        wait_for(lambda: any(made.controller.data_dir.rglob("*.checkpoint")), 20.0, "a controller snapshot")
         broker = made.brokers[0].start()  # an empty log: Kafka's leader sends an empty follower the snapshot
         assert "installed metadata snapshot" in broker.run_log()
-        wait_for(lambda: acl_names(broker) == {f"topic-{i}" for i in range(40)}, 10.0, "every ACL on the broker")
+        wait_for(lambda: acl_names(broker) == {f"topic-{i}" for i in range(40)}, 20.0, "every ACL on the broker")
     finally:
         made.kill()
 
@@ -325,7 +325,7 @@ def test_brokers_keep_forwarding_across_a_controller_restart(cluster: Cluster) -
     create_topic_acl(first, "before-restart")
     cluster.controller.restart(hard=True)  # a crash: the brokers reconnect, re-fetch and re-heartbeat
     create_topic_acl(first, "after-restart")  # forwarded; retried until the controller is back
-    wait_for(lambda: acl_names(second) == {"before-restart", "after-restart"}, 15.0, "both ACLs on the other broker")
+    wait_for(lambda: acl_names(second) == {"before-restart", "after-restart"}, 20.0, "both ACLs on the other broker")
     assert metadata_brokers(second) == {2, 3}
 
 
@@ -348,7 +348,7 @@ def test_brokers_log_in_to_a_sasl_controller_listener(tmp_path: Path) -> None:
             broker.start()
         first, second = made.brokers
         create_topic_acl(first, "over-sasl")
-        wait_for(lambda: acl_names(second) == {"over-sasl"}, 10.0, "the forwarded ACL on the other broker")
+        wait_for(lambda: acl_names(second) == {"over-sasl"}, 20.0, "the forwarded ACL on the other broker")
         assert metadata_brokers(second) == {2, 3}
     finally:
         made.kill()
@@ -505,6 +505,6 @@ def test_a_stopped_brokers_leadership_moves_to_the_other(cluster: Cluster) -> No
             body = conn.request(ApiKey.METADATA, 9, metadata_body(9, ["moves"])).body
         return {int(p.leader_id) for t in body.topics for p in t.partitions}
 
-    wait_for(lambda: leaders(first) == {2, 3}, 10.0, "leaders spread over both brokers")
+    wait_for(lambda: leaders(first) == {2, 3}, 20.0, "leaders spread over both brokers")
     second.stop()  # controlled shutdown: the controller moves broker 3's leaderships before it fences it
-    wait_for(lambda: leaders(first) == {2}, 10.0, "every partition led by the remaining broker")
+    wait_for(lambda: leaders(first) == {2}, 20.0, "every partition led by the remaining broker")
