@@ -370,3 +370,95 @@ def running(server: KstewardServer) -> Iterator[KstewardServer]:
 def kill_all() -> None:
     for server in list(LIVE):
         server.kill()
+
+
+# --- a cluster: one controller-only node and broker-only nodes (issue 14) ------------------------------------
+
+
+class ClusterNode(KstewardServer):
+    """One node of a cluster: ``role`` is ``"controller"`` (its only listener is CONTROLLER, which is then
+    also what readiness checks) or ``"broker"`` (a PLAINTEXT client listener; it finds the controller through
+    ``controller.quorum.bootstrap.servers``). Every node is formatted with the same ``cluster.id``."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        role: str,
+        node_id: int,
+        cluster_id: str,
+        controller: ClusterNode | None = None,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
+        self.role = role
+        self.cluster_node_id = node_id
+        self.cluster_id_value = cluster_id
+        self.controller_node = controller
+        super().__init__(workdir, "server", overrides, name=f"{role}{node_id}")
+
+    def _pick_ports(self) -> None:
+        self.port = free_port()
+        self.controller_port = self.port  # a controller is reached on its controller listener; a broker has none
+
+    def overrides(self) -> dict[str, str]:
+        base = {
+            "process.roles": self.role,
+            "node.id": str(self.cluster_node_id),
+            "cluster.id": self.cluster_id_value,
+            "metadata.log.dir": str(self.data_dir),
+        }
+        if self.role == "controller":
+            base |= {
+                "listeners": f"CONTROLLER://{HOST}:{self.port}",
+                "advertised.listeners": "",
+                "inter.broker.listener.name": "",
+                "controller.quorum.voters": f"{self.cluster_node_id}@{HOST}:{self.port}",
+            }
+        else:
+            assert self.controller_node is not None
+            base |= {
+                "listeners": f"PLAINTEXT://{HOST}:{self.port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+                "controller.quorum.bootstrap.servers": f"{HOST}:{self.controller_node.port}",
+            }
+        base.update(self.extra_overrides)
+        return base
+
+
+# Short sessions keep the fencing tests quick; a broker heartbeats ten times per session.
+CLUSTER_DEFAULTS = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",  # brokers reach the PLAINTEXT controller listener as ANONYMOUS
+    "broker.session.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "200",
+}
+
+
+class Cluster:
+    """One controller (node 1) and ``brokers`` broker-only nodes (2, 3, ...), started in that order."""
+
+    def __init__(self, workdir: Path, brokers: int = 2, overrides: Mapping[str, str] | None = None) -> None:
+        from ksteward.metadata.meta_properties import random_uuid_text
+
+        self.cluster_id = random_uuid_text()
+        settings = {**CLUSTER_DEFAULTS, **(overrides or {})}
+        self.controller = ClusterNode(workdir, "controller", 1, self.cluster_id, overrides=settings)
+        self.brokers = [
+            ClusterNode(workdir, "broker", 2 + i, self.cluster_id, self.controller, overrides=settings)
+            for i in range(brokers)
+        ]
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return [self.controller, *self.brokers]
+
+    def start(self) -> Cluster:
+        self.controller.start()
+        for broker in self.brokers:
+            broker.spawn()  # brokers start together; each is ready once the controller unfenced it
+        for broker in self.brokers:
+            broker.wait_ready()
+        return self
+
+    def kill(self) -> None:
+        for node in self.nodes:
+            node.kill()

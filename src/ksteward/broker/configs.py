@@ -143,7 +143,7 @@ async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any)
         message = f"Unexpected resource type UNKNOWN for resource {bad.resource_name}"
         results = [(ErrorCode.invalid_request, message, r.resource_type, r.resource_name, ()) for r in resources]
         return PreEncoded(encode_describe_configs_response(version, ctx.correlation_id, results))
-    resolver = node.controller.configs.resolver(node.image)
+    resolver = node.config_resolver()
     denied: list[ResourceResult] = []
     for resource, rtype in zip(resources, types, strict=True):
         name = resource.resource_name
@@ -205,7 +205,7 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
     seen = Counter((r.resource_type, r.resource_name) for r in resources)
     outcomes: list[ApiError | None] = [None] * len(resources)
     pending: list[tuple[int, ConfigAlteration]] = []
-    resolver = node.controller.configs.resolver(node.image)
+    resolver = node.config_resolver()
     for index, resource in enumerate(resources):
         rtype, name = ConfigResourceType.from_code(resource.resource_type), resource.resource_name
         ops: list[AlterConfigOp] | None = None

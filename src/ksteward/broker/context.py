@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ksteward.authorizer import AuditLogWriter, StandardAuthorizer
+from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
@@ -44,7 +45,13 @@ class Node(Protocol):
         ...
 
     @property
-    def controller(self) -> Controller: ...
+    def controller(self) -> Controller:
+        """The controller of a node with the controller role (a broker-only node has none: it forwards)."""
+        ...
+
+    def config_resolver(self) -> ConfigResolver:
+        """This node's broker-level config layers (dynamic per-broker, cluster default, static) in ``image``."""
+        ...
 
     @property
     def authorizer(self) -> StandardAuthorizer | None:

@@ -45,9 +45,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"ksteward: bad config: {exc}", file=sys.stderr)
         return 2
     from ksteward.server.app import Server, StartupError
+    from ksteward.server.broker_server import BrokerServer
 
     async def main() -> int:
-        server = Server(config)
+        # A broker-only node has no controller inside it: it follows the controller's log and forwards.
+        server = BrokerServer(config) if config.is_broker_only else Server(config)
         server.install_signal_handlers()  # before anyone can see the ready line and signal us
         try:
             await server.start()

@@ -266,6 +266,12 @@ _KEYS: Final = (
        "The maximum amount of time the client will wait for the response of a request."),
     _k("controller.listener.names", T.STRING, None, None, HIGH, RO,
        "A comma-separated list of the names of the listeners used by the controller."),
+    _k("controller.quorum.voters", T.LIST, "", None, HIGH, RO,
+       "Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} "
+       "entries."),
+    _k("controller.quorum.bootstrap.servers", T.LIST, "", None, HIGH, RO,
+       "List of endpoints to use for bootstrapping the cluster metadata. The endpoints are specified in "
+       "comma-separated list of {host}:{port} entries."),
     _k("log.roll.hours", T.INT, "168", _ge(1), HIGH, RO,
        "The maximum time before a new log segment is rolled out (in hours), secondary to log.roll.ms property."),
     _k("log.roll.jitter.hours", T.INT, "0", _ge(0), HIGH, RO,

@@ -22,6 +22,7 @@ SUPPORTED_SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 _LISTENER = re.compile(r"^(?P<name>[A-Za-z0-9_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]]*):(?P<port>\d+)$")
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[^:/@\[\]]+):(?P<port>\d+)$")
 
 
 class ConfigError(ValueError):
@@ -46,6 +47,15 @@ class Endpoint:
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumVoter:
+    """One entry of ``controller.quorum.voters``: ``{id}@{host}:{port}``."""
+
+    node_id: int
+    host: str
+    port: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +91,21 @@ class ServerConfig:
     static: Mapping[str, str] = field(repr=False)
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
+    # KIP-595 / KIP-853: the static voter set, and the addresses that only discover the leader.
+    quorum_voters: tuple[QuorumVoter, ...] = ()
+    quorum_bootstrap_servers: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def is_broker_only(self) -> bool:
+        return self.process_roles == frozenset({"broker"})
+
+    @property
+    def controller_quorum_addresses(self) -> tuple[tuple[str, int], ...]:
+        """Where to look for the controller: ``controller.quorum.bootstrap.servers`` when set, else the
+        voters' addresses (Kafka's ``KafkaRaftClient`` discovery list)."""
+        if self.quorum_bootstrap_servers:
+            return self.quorum_bootstrap_servers
+        return tuple((v.host, v.port) for v in self.quorum_voters)
 
     @property
     def is_broker(self) -> bool:
@@ -287,6 +312,64 @@ def _authorizer_class_name(props: Mapping[str, str]) -> str:
     return authorizer
 
 
+def _host_port(key: str, entry: str) -> tuple[str, int]:
+    m = _HOST_PORT.match(entry)
+    if not m or int(m["port"]) > 65535:
+        raise ConfigError(f"{key} entry {entry!r} must look like host:port")
+    return m["host"].strip("[]"), int(m["port"])
+
+
+def _quorum_voters(props: Mapping[str, str]) -> tuple[QuorumVoter, ...]:
+    """``controller.quorum.voters``: ``{id}@{host}:{port},...`` (Kafka's ``QuorumConfig.parseVoterConnections``)."""
+    voters: list[QuorumVoter] = []
+    for entry in _csv(props.get("controller.quorum.voters")):
+        node, sep, address = entry.partition("@")
+        if not sep or not node.strip().isdigit():
+            raise ConfigError(f"controller.quorum.voters entry {entry!r} must look like id@host:port")
+        host, port = _host_port("controller.quorum.voters", address.strip())
+        if any(v.node_id == int(node) for v in voters):
+            raise ConfigError(f"controller.quorum.voters names node {int(node)} twice")
+        voters.append(QuorumVoter(int(node), host, port))
+    return tuple(voters)
+
+
+def _quorum_bootstrap_servers(props: Mapping[str, str]) -> tuple[tuple[str, int], ...]:
+    """``controller.quorum.bootstrap.servers``: ``{host}:{port},...`` (KIP-853)."""
+    return tuple(
+        _host_port("controller.quorum.bootstrap.servers", e)
+        for e in _csv(props.get("controller.quorum.bootstrap.servers"))
+    )
+
+
+def _check_quorum(
+    roles: frozenset[str],
+    node_id: int,
+    voters: tuple[QuorumVoter, ...],
+    bootstrap: tuple[tuple[str, int], ...],
+    controller_names: list[str],
+    listeners: tuple[Endpoint, ...],
+) -> None:
+    """Kafka's ``KafkaConfig.validateValues`` for the quorum keys. A broker-only node must know where the
+    controllers are, may not be a voter itself, and must not listen on a controller listener. A node with the
+    controller role that lists voters must be one of them. (ksteward's single controller does not require
+    either key: without them it is its own quorum, as before these keys were read.)"""
+    voter_ids = {v.node_id for v in voters}
+    if roles == frozenset({"broker"}):
+        if not voters and not bootstrap:
+            raise ConfigError(
+                "a broker-only node needs controller.quorum.bootstrap.servers or controller.quorum.voters"
+            )
+        if node_id in voter_ids:
+            raise ConfigError(f"node.id {node_id} is in controller.quorum.voters, but process.roles is broker only")
+        if not controller_names:
+            raise ConfigError("controller.listener.names is required: a broker reaches the controller through it")
+        shared = [e.name for e in listeners if e.name in controller_names]
+        if shared:
+            raise ConfigError(f"listeners names the controller listener {shared[0]}, but process.roles is broker only")
+    elif voters and node_id not in voter_ids:
+        raise ConfigError(f"node.id {node_id} must be in controller.quorum.voters when process.roles has controller")
+
+
 def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     """Validate ``props`` (a parsed properties file plus overrides) into a :class:`ServerConfig`.
 
@@ -304,6 +387,9 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     mechanisms = _sasl_mechanisms(props, listeners)
     super_users = _super_users(props)
     authorizer = _authorizer_class_name(props)
+    voters = _quorum_voters(props)
+    bootstrap = _quorum_bootstrap_servers(props)
+    _check_quorum(roles, node_id, voters, bootstrap, controller_names, listeners)
     return ServerConfig(
         process_roles=roles,
         node_id=node_id,
@@ -336,4 +422,6 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         # KRaft broker sessions (Kafka's KafkaConfig): a broker silent this long is fenced by the controller.
         broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
         broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
+        quorum_voters=voters,
+        quorum_bootstrap_servers=bootstrap,
     )

@@ -2,7 +2,9 @@
 
 ``Server`` implements the broker's :class:`~ksteward.broker.context.Node` protocol. One process holds
 both roles (``process.roles=broker,controller``): the controller writes the metadata log, and the
-broker answers from the committed image.
+broker answers from the committed image. ``process.roles=controller`` runs the same class without the broker's
+registration and client listeners; a broker-only node is :class:`ksteward.server.broker_server.BrokerServer`
+(docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from ksteward.protocol.sasl import (
 )
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
-from ksteward.server.connection import Connection, ListenerRuntime
+from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tls import server_context
 
@@ -111,6 +113,9 @@ class Server:
         assert self._controller is not None
         return self._controller
 
+    def config_resolver(self) -> ConfigResolver:
+        return self.controller.configs.resolver(self.image)
+
     @property
     def authorizer(self) -> StandardAuthorizer | None:
         return self._authorizer
@@ -129,7 +134,7 @@ class Server:
     async def start(self) -> None:
         cfg = self._config
         dirs = [cfg.metadata_log_dir]
-        dirs += [p for p in _log_dirs(cfg) if p != cfg.metadata_log_dir]
+        dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
         # Before anything in them is read or written (meta.properties, leftovers, recovery), as
         # Kafka's LogManager.lockLogDirs: a second process on a directory stops here, changing nothing.
         try:
@@ -308,9 +313,17 @@ class Server:
         rack = cfg.static.get("broker.rack") or None
         return BrokerRegistration(cfg.node_id, self.incarnation_id, tuple(cfg.advertised_listeners), rack)
 
+    def _client_api_table(self) -> ApiTable:
+        """The APIs this node's client (non-controller) listeners serve."""
+        return broker_api_table()
+
+    def _forward(self) -> Forward | None:
+        """How client listeners forward mutations; None: this node runs them itself (it is the controller)."""
+        return None
+
     def _listener_runtimes(self) -> dict[str, ListenerRuntime]:
         cfg = self._config
-        broker_table: ApiTable = broker_api_table()
+        broker_table: ApiTable = self._client_api_table()
         controller_table: ApiTable = controller_api_table()
         runtimes = {}
         for endpoint in cfg.listeners:
@@ -326,6 +339,7 @@ class Server:
                 failed_authentication_delay_s=cfg.failed_authentication_delay_ms / 1000,
                 max_receive_before_auth=cfg.sasl_server_max_receive_size,
                 idle_timeout_s=cfg.connections_max_idle_ms / 1000,
+                forward=None if is_controller else self._forward(),
             )
         return runtimes
 
@@ -441,6 +455,6 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
         return None
 
 
-def _log_dirs(cfg: ServerConfig) -> list[Path]:
+def configured_log_dirs(cfg: ServerConfig) -> list[Path]:
     raw = cfg.static.get("log.dirs") or cfg.static.get("log.dir") or ""
     return [Path(p.strip()) for p in raw.split(",") if p.strip()]

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ksteward.broker.api_versions import unsupported_version_response
 from ksteward.broker.context import ApiTable, Node, RequestContext
+from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
 from ksteward.protocol.build import build
@@ -35,7 +37,9 @@ from ksteward.protocol.connection import (
     AuthenticationReply,
     Close,
     CloseKind,
+    Event,
     NeedData,
+    Rule,
     ServerConnection,
 )
 from ksteward.protocol.error_responses import error_values
@@ -50,6 +54,21 @@ DEFAULT_IDLE_TIMEOUT_S = 600.0  # Kafka's connections.max.idle.ms
 _READ_BYTES = 65_536  # at most this much is read ahead of the frame being served
 
 
+#: A broker-only node's forwarding path (``ControllerChannel.forward``): the client's request in, its end out.
+Forward = Callable[[ClientRequest], Awaitable[Completion]]
+
+
+class _PayloadKeepingConnection(ServerConnection):
+    """Keeps the bytes of the last request (header and body as the client sent them): a forwarded request
+    travels in its Envelope unchanged (Kafka's ``ForwardingManager`` sends the client's request buffer)."""
+
+    last_payload: bytes = b""
+
+    def _request(self, payload: bytes, rule: Rule) -> Event:
+        self.last_payload = payload
+        return super()._request(payload, rule)
+
+
 @dataclass(frozen=True, slots=True)
 class ListenerRuntime:
     name: str
@@ -61,6 +80,7 @@ class ListenerRuntime:
     failed_authentication_delay_s: float = 0.1
     max_receive_before_auth: int = DEFAULT_SASL_MAX_RECEIVE_BYTES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    forward: Forward | None = None  # set on a broker-only node's client listeners: mutations go to the controller
 
     @property
     def sasl(self) -> bool:
@@ -82,7 +102,7 @@ class Connection:
         peercert = writer.get_extra_info("peercert")
         if peercert and not listener.sasl:
             principal = f"User:{subject_dn(peercert) or 'ANONYMOUS'}"
-        self.protocol = ServerConnection(
+        self.protocol = _PayloadKeepingConnection(
             served=listener.table.served,
             sasl=listener.sasl,
             enabled_mechanisms=listener.enabled_mechanisms,
@@ -110,10 +130,14 @@ class Connection:
                     return
                 self._busy = True  # a request being served is not idleness; a reader that never reads is
                 if isinstance(event, AuthenticationReply):
-                    response = event.frame
+                    response: bytes | None = event.frame
                 else:
                     response = await self._serve(event)
                 self._busy = False
+                if response is None:  # a forwarded request the controller could not parse (KIP-590)
+                    log.info("closing connection from %s on %s: the controller refused a forwarded request's version",
+                             self.peer, self.listener.name)  # fmt: skip
+                    return
                 self.writer.write(response)
                 await self.writer.drain()
                 self._last_active = loop.time()
@@ -164,14 +188,16 @@ class Connection:
                  self.listener.name, why, round(timeout * 1000))  # fmt: skip
         self.writer.close()
 
-    async def _serve(self, request: Request | UnsupportedApiVersionsRequest) -> bytes:
-        """Run the request's handler and encode its response."""
+    async def _serve(self, request: Request | UnsupportedApiVersionsRequest) -> bytes | None:
+        """Run the request's handler and encode its response; None closes the connection."""
         if isinstance(request, UnsupportedApiVersionsRequest):
             response = unsupported_version_response(self.listener.table, self.node)
             return encode_response(ApiKey.API_VERSIONS, 0, request.correlation_id, response)
         if request.dropped_tags:
             log.debug("skipped %d unknown tagged fields from %s", request.dropped_tags, self.peer)
         key = request.api_key
+        if self.listener.forward is not None and key in FORWARDABLE_API_KEYS:
+            return await self._forward(self.listener.forward, request)
         spec = self.listener.table.spec(key)
         assert spec.handler is not None  # only the SASL APIs have none, and the protocol answers those
         ctx = RequestContext(
@@ -200,3 +226,19 @@ class Connection:
         if isinstance(response, PreEncoded):
             return response.frame
         return encode_response(key, request.api_version, request.correlation_id, response)
+
+    async def _forward(self, forward: Forward, request: Request) -> bytes | None:
+        """Send the request to the controller in an Envelope and return what the client gets (Kafka's
+        ``ForwardingManager.forwardRequest``): the controller's response, an error for every entry, or None
+        (UNSUPPORTED_VERSION from the controller: the client reconnects and re-reads ApiVersions)."""
+        client = ClientRequest(
+            payload=self.protocol.last_payload,
+            api_key=request.api_key,
+            api_version=request.api_version,
+            correlation_id=request.correlation_id,
+            body=request.body,
+            principal=self.protocol.principal,
+            client_host=self.client_host,
+        )
+        completion = await forward(client)
+        return completion.frame()

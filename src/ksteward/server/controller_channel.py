@@ -105,8 +105,12 @@ class ControllerCallError(Exception):
     """The controller's answer could not be read, or it refused the login: the connection is dropped."""
 
 
-class _Login(Exception):
+class ControllerLoginError(Exception):
     """The SASL login was refused: the request gets UNKNOWN_SERVER_ERROR, as on Kafka's authentication failure."""
+
+
+#: What a failed call to the controller raises: the caller drops the connection and tries again later.
+CALL_ERRORS = (OSError, ConnectionError, EOFError, ControllerCallError, ControllerLoginError, TimeoutError)
 
 
 @cache
@@ -119,7 +123,7 @@ def _reader(cls: Any) -> Callable[[bytes, int], tuple[Any, int]]:
     return entity_reader(cls)
 
 
-class _Connection:
+class ControllerConnection:
     """One connection to a controller listener: length-prefixed frames, one call at a time."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, client_id: str) -> None:
@@ -184,7 +188,7 @@ class ControllerChannel:
         self._client_id = client_id
         self._request_timeout_s = request_timeout_s
         self._backoff_s = backoff_s
-        self._connection: _Connection | None = None
+        self._connection: ControllerConnection | None = None
         self._unreachable = False  # the last connection attempt failed
         self._waiting: dict[int, asyncio.Future[Completion]] = {}
         self._wake = asyncio.Event()
@@ -248,7 +252,7 @@ class ControllerChannel:
     async def _deliver(self, outbound: OutboundEnvelope) -> None:
         try:
             connection = await self._connect()
-        except _Login as exc:
+        except ControllerLoginError as exc:
             log.error("cannot log in to the controller: %s", exc)
             self.manager.on_failure(outbound.attempt)
             await asyncio.sleep(self._backoff_s)
@@ -279,44 +283,21 @@ class ControllerChannel:
             log.info("the controller answered NOT_CONTROLLER; looking for the controller again")
             await self._drop_connection()
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> ControllerConnection:
         if self._connection is not None:
             return self._connection
         address = self._controller()
         if address is None:
             raise ConnectionError("no controller is known")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), self._request_timeout_s)
-        connection = _Connection(reader, writer, self._client_id)
-        try:
-            await asyncio.wait_for(self._handshake(connection), self._request_timeout_s)
-        except BaseException:
-            await connection.close()
-            raise
+        connection, versions = await open_controller_connection(
+            address, sasl_plain=self._sasl_plain, client_id=self._client_id, timeout_s=self._request_timeout_s
+        )
+        self.manager.controller_api_versions = versions
         self._connection = connection
         if self._unreachable:
             log.info("connected to the controller at %s:%d", *address)
             self._unreachable = False
         return connection
-
-    async def _handshake(self, connection: _Connection) -> None:
-        versions = await connection.call(
-            ApiKey.API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"}
-        )
-        if versions.error_code != ErrorCode.none:
-            raise ControllerCallError(f"ApiVersions failed with error {int(versions.error_code)}")
-        self.manager.controller_api_versions = {
-            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys
-        }
-        if self._sasl_plain is None:
-            return
-        user, password = self._sasl_plain
-        handshake = await connection.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
-        if handshake.error_code != ErrorCode.none:
-            raise _Login(f"SaslHandshake(PLAIN) refused with error {int(handshake.error_code)}")
-        token = b"\0" + user.encode() + b"\0" + password.encode()
-        auth = await connection.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
-        if auth.error_code != ErrorCode.none:
-            raise _Login(f"SaslAuthenticate refused with error {int(auth.error_code)}")
 
     async def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
@@ -329,3 +310,41 @@ class ControllerChannel:
             future = self._waiting.pop(completion.request_id, None)
             if future is not None and not future.done():
                 future.set_result(completion)
+
+
+async def open_controller_connection(
+    address: Address, *, sasl_plain: tuple[str, str] | None, client_id: str, timeout_s: float
+) -> tuple[ControllerConnection, dict[int, tuple[int, int]]]:
+    """Connect to a controller listener as Kafka's ``NetworkClient`` does before its first request: ApiVersions
+    (the controller's ranges are returned), then a SASL PLAIN login when ``sasl_plain`` is given. Raises
+    :class:`ControllerLoginError` for a refused login, and OSError, TimeoutError or ControllerCallError otherwise."""
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), timeout_s)
+    connection = ControllerConnection(reader, writer, client_id)
+    try:
+        versions = await asyncio.wait_for(_handshake(connection, sasl_plain), timeout_s)
+    except BaseException:
+        await connection.close()
+        raise
+    return connection, versions
+
+
+async def _handshake(
+    connection: ControllerConnection, sasl_plain: tuple[str, str] | None
+) -> dict[int, tuple[int, int]]:
+    versions = await connection.call(
+        ApiKey.API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"}
+    )
+    if versions.error_code != ErrorCode.none:
+        raise ControllerCallError(f"ApiVersions failed with error {int(versions.error_code)}")
+    ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
+    if sasl_plain is None:
+        return ranges
+    user, password = sasl_plain
+    handshake = await connection.call(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
+    if handshake.error_code != ErrorCode.none:
+        raise ControllerLoginError(f"SaslHandshake(PLAIN) refused with error {int(handshake.error_code)}")
+    token = b"\0" + user.encode() + b"\0" + password.encode()
+    auth = await connection.call(ApiKey.SASL_AUTHENTICATE, 2, {"auth_bytes": token})
+    if auth.error_code != ErrorCode.none:
+        raise ControllerLoginError(f"SaslAuthenticate refused with error {int(auth.error_code)}")
+    return ranges

@@ -35,7 +35,8 @@ def test_sasl_plain_uses_the_username_and_password_of_the_listeners_jaas_entry()
 
 
 def test_a_broker_without_the_controller_listener_reads_the_protocol_map() -> None:
-    broker_only = {**BASE, **SASL, "process.roles": "broker", "listeners": "PLAINTEXT://localhost:9092"}
+    broker_only = {**BASE, **SASL, "process.roles": "broker", "listeners": "PLAINTEXT://localhost:9092",
+                   "controller.quorum.bootstrap.servers": "localhost:9093"}  # fmt: skip
     assert controller_login(parse_server_config(broker_only)) == ("broker", "broker-secret")
 
 

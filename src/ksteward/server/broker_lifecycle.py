@@ -1,0 +1,182 @@
+"""A broker-only node's session with the controller: Kafka's ``BrokerLifecycleManager``.
+
+1. **Register** (BrokerRegistration, api 62) with this process's incarnation id, its advertised listeners,
+   the features it supports and its metadata directory id; retried with a back-off until the controller
+   accepts it (DUPLICATE_BROKER_REGISTRATION while an older incarnation's session is still valid, a
+   controller that is not reachable yet).
+2. **Heartbeat** (BrokerHeartbeat, api 63) every ``broker.heartbeat.interval.ms`` with the offset of the
+   last record the broker applied. Until the broker has caught up with the log it asks to stay fenced
+   (``WantFence``), as Kafka's broker does before its initial catch-up; the controller unfences it once that
+   offset reaches its registration record (docs/cluster-membership.md). ``unfenced`` is set on the first
+   reply with ``IsFenced=false``.
+3. **Controlled shutdown**: ``shut_down`` sends ``WantShutDown`` at once and then at every interval until a
+   reply says ``ShouldShutDown``, or a deadline passes.
+
+The rules on the controller's side are in docs/cluster-membership.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from ksteward.configs.server_config import ServerConfig
+from ksteward.controller.cluster import SECURITY_PROTOCOL_CODES
+from ksteward.controller.features import SUPPORTED_FEATURES
+from ksteward.protocol.apis import ApiKey
+from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
+from ksteward.server.metadata_follower import Connect, MetadataFollower
+
+log = logging.getLogger(__name__)
+
+_REGISTRATION_VERSION = 4
+_HEARTBEAT_VERSION = 2
+_REQUEST_TIMEOUT_S = 5.0
+
+
+class BrokerLifecycle:
+    """Registration, heartbeats and controlled shutdown of one broker (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        cluster_id: str,
+        incarnation_id: uuid.UUID,
+        directory_id: uuid.UUID | None,
+        follower: MetadataFollower,
+        controller: Callable[[], Address],
+        connect: Connect,
+        backoff_s: float = 0.1,
+    ) -> None:
+        self._config = config
+        self._cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self._directory_id = directory_id
+        self._follower = follower
+        self._controller = controller
+        self._connect = connect
+        self._backoff_s = backoff_s
+        self._interval_s = config.broker_heartbeat_interval_ms / 1000
+        self._connection: ControllerConnection | None = None
+        self.broker_epoch = -1
+        self.unfenced = asyncio.Event()
+        self.should_shut_down = asyncio.Event()
+        self._want_shut_down = False
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="broker-lifecycle")
+
+    async def shut_down(self, timeout_s: float) -> bool:
+        """Controlled shutdown: heartbeat with ``WantShutDown`` until the controller says ``ShouldShutDown``.
+        False when the deadline passed first (the broker then stops anyway, as Kafka's does)."""
+        if self.broker_epoch < 0:
+            return False
+        self._want_shut_down = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self.should_shut_down.wait(), timeout_s)
+        except TimeoutError:
+            log.warning("controlled shutdown did not complete within %.1f s; stopping anyway", timeout_s)
+            return False
+        log.info("controlled shutdown complete")
+        return True
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._drop_connection()
+
+    async def _run(self) -> None:
+        while self.broker_epoch < 0:
+            if not await self._register():
+                await asyncio.sleep(self._backoff_s)
+        while not self.should_shut_down.is_set():
+            ok = await self._heartbeat()
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._interval_s if ok else self._backoff_s)
+
+    async def _call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        try:
+            if self._connection is None:
+                self._connection = await self._connect(self._controller())
+            return await asyncio.wait_for(self._connection.call(api_key, version, body), _REQUEST_TIMEOUT_S)
+        except CALL_ERRORS as exc:
+            log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
+            await self._drop_connection()
+            return None
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    async def _register(self) -> bool:
+        cfg = self._config
+        body = {
+            "broker_id": cfg.node_id,
+            "cluster_id": self._cluster_id,
+            "incarnation_id": self.incarnation_id,
+            "listeners": [
+                {
+                    "name": e.name,
+                    "host": e.host,
+                    "port": e.port,
+                    "security_protocol": SECURITY_PROTOCOL_CODES[e.security_protocol],
+                }
+                for e in cfg.advertised_listeners
+            ],
+            "features": [
+                {"name": name, "min_supported_version": lo, "max_supported_version": hi}
+                for name, (lo, hi) in SUPPORTED_FEATURES.items()
+            ],
+            "rack": cfg.static.get("broker.rack") or None,
+            "is_migrating_zk_broker": False,
+            "log_dirs": [self._directory_id] if self._directory_id is not None else [],
+            "previous_broker_epoch": -1,
+        }
+        response = await self._call(ApiKey.BROKER_REGISTRATION, _REGISTRATION_VERSION, body)
+        if response is None:
+            return False
+        error = ErrorCode(response.error_code)
+        if error is not ErrorCode.none:
+            log.info("broker registration refused with %s; retrying", error.name)
+            return False
+        self.broker_epoch = int(response.broker_epoch)
+        log.info("registered broker %d with epoch %d", cfg.node_id, self.broker_epoch)
+        return True
+
+    async def _heartbeat(self) -> bool:
+        body = {
+            "broker_id": self._config.node_id,
+            "broker_epoch": self.broker_epoch,
+            "current_metadata_offset": self._follower.applied_offset,
+            "want_fence": not self._follower.caught_up and not self.unfenced.is_set(),
+            "want_shut_down": self._want_shut_down,
+            "offline_log_dirs": [],
+        }
+        response = await self._call(ApiKey.BROKER_HEARTBEAT, _HEARTBEAT_VERSION, body)
+        if response is None:
+            return False
+        error = ErrorCode(response.error_code)
+        if error is not ErrorCode.none:
+            log.info("broker heartbeat refused with %s", error.name)
+            return False
+        if not response.is_fenced and not self.unfenced.is_set():
+            log.info("broker %d is unfenced", self._config.node_id)
+            self.unfenced.set()
+        if response.should_shut_down:
+            self.should_shut_down.set()
+        return True

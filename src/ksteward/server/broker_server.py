@@ -1,0 +1,261 @@
+"""The broker-only process (``process.roles=broker``): no controller inside it.
+
+It follows the controller's metadata log into its own ``metadata.log.dir`` (``MetadataFollower``), answers
+reads from the committed image, registers and heartbeats (``BrokerLifecycle``), opens its client listeners
+once the controller has unfenced it, forwards every mutation to the controller in an Envelope (KIP-590,
+``ControllerChannel``), and on SIGTERM shuts down through the controller (``WantShutDown``). Kafka's
+``BrokerServer``; docs/cluster.md.
+
+It reuses the combined node's listeners, login and authorizer set-up (:class:`ksteward.server.app.Server`);
+everything that writes the metadata log (``Controller``, ``GroupCommitter``, the Raft leader, the session
+check) is left out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ksteward.broker.api_versions import api_versions_values, handle_api_versions
+from ksteward.broker.context import ApiSpec, ApiTable, Node, RequestContext
+from ksteward.broker.forwarding import ForwardingManager
+from ksteward.configs.catalog import ConfigResourceType
+from ksteward.configs.resolve import ConfigResolver
+from ksteward.configs.server_config import ConfigError, ServerConfig
+from ksteward.controller.active import Controller
+from ksteward.metadata.dir_lock import DirectoryLockError, lock_directories
+from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.loader import MetadataLoadError, load
+from ksteward.metadata.meta_properties import FILE_NAME, MetaPropertiesError, ensure_meta_properties
+from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import response_class
+from ksteward.server.api_table import broker_api_table
+from ksteward.server.app import Server, StartupError, configured_log_dirs
+from ksteward.server.broker_lifecycle import BrokerLifecycle
+from ksteward.server.connection import Forward
+from ksteward.server.controller_channel import (
+    Address,
+    ControllerChannel,
+    ControllerConnection,
+    controller_login,
+    open_controller_connection,
+)
+from ksteward.server.metadata_follower import MetadataFollower
+
+log = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT_S = 5.0
+
+
+class BrokerServer(Server):
+    """A broker-only node; implements the :class:`~ksteward.broker.context.Node` protocol without a controller."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        super().__init__(config)
+        self._follower: MetadataFollower | None = None
+        self._lifecycle: BrokerLifecycle | None = None
+        self._channel: ControllerChannel | None = None
+        self._forwarding = ForwardingManager()
+        self._resolver_cache: tuple[object, ConfigResolver] | None = None
+        self._watchdog: asyncio.Task[None] | None = None
+
+    # --- Node protocol -------------------------------------------------------------------------
+    @property
+    def image(self) -> MetadataImage:
+        assert self._follower is not None
+        return self._follower.image
+
+    @property
+    def controller(self) -> Controller:
+        raise RuntimeError("a broker-only node has no controller: its mutations are forwarded")
+
+    def config_resolver(self) -> ConfigResolver:
+        """As ``ConfigControlManager.resolver``: rebuilt only when the image's configs section changed."""
+        configs = self.image.configs
+        cached = self._resolver_cache
+        if cached is not None and cached[0] is configs:
+            return cached[1]
+        broker = int(ConfigResourceType.BROKER)
+        resolver = ConfigResolver(
+            broker_configs=configs.get((broker, str(self._config.node_id)), {}),
+            cluster_defaults=configs.get((broker, ""), {}),
+            static=self._config.static,
+        )
+        self._resolver_cache = (configs, resolver)
+        return resolver
+
+    @property
+    def follower(self) -> MetadataFollower:
+        assert self._follower is not None
+        return self._follower
+
+    # --- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self._config
+        dirs = [cfg.metadata_log_dir]
+        dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
+        try:
+            self._dir_locks = lock_directories(dirs)
+        except DirectoryLockError as exc:
+            raise StartupError(str(exc)) from None
+        directory_id = self._format(dirs)
+        try:
+            sasl_plain = controller_login(cfg)
+        except ConfigError as exc:
+            raise StartupError(str(exc)) from None
+        try:
+            image, metadata_log = await asyncio.to_thread(
+                load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
+            )
+        except (OSError, MetadataLoadError) as exc:
+            raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+        self._start_authorizer(image)
+        bootstrap = cfg.controller_quorum_addresses
+
+        async def connect(address: Address) -> ControllerConnection:
+            connection, versions = await open_controller_connection(
+                address, sasl_plain=sasl_plain, client_id=f"ksteward-broker-{cfg.node_id}", timeout_s=_CONNECT_TIMEOUT_S
+            )
+            self._forwarding.controller_api_versions = versions
+            return connection
+
+        def controller_address() -> Address:
+            assert self._follower is not None
+            return self._follower.controller_address or bootstrap[0]
+
+        self._follower = MetadataFollower(
+            metadata_log=metadata_log,
+            image=image,
+            authorizer=self._authorizer,
+            cluster_id=self._cluster_id,
+            node_id=cfg.node_id,
+            directory_id=directory_id,
+            bootstrap=bootstrap,
+            connect=connect,
+        )
+        self._channel = ControllerChannel(
+            controller_address, self._forwarding, sasl_plain=sasl_plain, client_id=f"ksteward-forwarding-{cfg.node_id}"
+        )
+        self._lifecycle = BrokerLifecycle(
+            cfg,
+            cluster_id=self._cluster_id,
+            incarnation_id=self.incarnation_id,
+            directory_id=directory_id,
+            follower=self._follower,
+            controller=controller_address,
+            connect=connect,
+        )
+        self._follower.start()
+        self._lifecycle.start()
+        self._channel.start()
+        await self._wait_until_unfenced()
+        self._watchdog = asyncio.get_running_loop().create_task(self._stop_when_told(), name="broker-watchdog")
+        runtimes = self._listener_runtimes()
+        for endpoint in cfg.listeners:
+            await self._bind(endpoint, runtimes[endpoint.name])
+        for bound in self._listeners:
+            log.info("listening on %s", bound.endpoint)
+
+    def _format(self, dirs: list[Path]) -> uuid.UUID | None:
+        """meta.properties: a broker joins the controller's cluster, so its cluster id must be configured
+        (``cluster.id``) the first time; Kafka's storage tool formats every node with it. Returns the metadata
+        directory's id, which the broker registers (``LogDirs``)."""
+        cfg = self._config
+        fresh = not (cfg.metadata_log_dir / FILE_NAME).exists()
+        if fresh and not (cfg.static.get("cluster.id") or "").strip():
+            raise StartupError(
+                f"{cfg.metadata_log_dir} is not formatted: set cluster.id to the controller's cluster id"
+            )
+        try:
+            self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
+            meta = (cfg.metadata_log_dir / FILE_NAME).read_bytes()
+        except MetaPropertiesError as exc:
+            raise StartupError(str(exc)) from None
+        self._decoy_secret = hashlib.sha256(meta).digest()
+        for line in meta.decode().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "directory.id" and value.strip():
+                return uuid.UUID(bytes=base64.urlsafe_b64decode(value.strip() + "=="))
+        return None
+
+    async def _wait_until_unfenced(self) -> None:
+        """Client listeners open only once the controller has unfenced this broker (Kafka's
+        ``BrokerServer.startup`` waits for the initial catch-up and the unfencing)."""
+        assert self._lifecycle is not None and self._follower is not None
+        waits = {
+            asyncio.ensure_future(self._lifecycle.unfenced.wait()),
+            asyncio.ensure_future(self._stopping.wait()),
+            asyncio.ensure_future(self._follower.stopped.wait()),
+        }
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
+        if self._follower.stopped.is_set():
+            raise StartupError(f"cannot follow the metadata log: {self._follower.failure}")
+        if self._stopping.is_set():
+            raise StartupError("stopped before the controller unfenced this broker")
+
+    async def _stop_when_told(self) -> None:
+        """Stop the node when following fails for good (a RaftFatalError, a log that cannot be written)."""
+        assert self._follower is not None
+        await self._follower.stopped.wait()
+        log.error("the metadata log can no longer be followed; shutting down")
+        self.request_stop()
+
+    # --- listeners -----------------------------------------------------------------------------
+    def _client_api_table(self) -> ApiTable:
+        """The broker's table, with ApiVersions advertising the controller's ranges for forwardable APIs."""
+        manager = self._forwarding
+
+        async def handle(node: Node, ctx: RequestContext, request: Any) -> Any:
+            response = await handle_api_versions(node, ctx, request)
+            advertised = manager.advertised_api_versions(dict(ctx.api_table.served))
+            values = api_versions_values(ctx.api_table, node, response.error_code)
+            values["api_keys"] = [
+                {"api_key": key, "min_version": low, "max_version": high}
+                for key, (low, high) in sorted(advertised.items())
+            ]
+            return build(response_class(ApiKey.API_VERSIONS, ctx.api_version), values)
+
+        specs = [
+            ApiSpec(s.api_key, s.min_version, s.max_version, handle) if s.api_key == ApiKey.API_VERSIONS else s
+            for s in broker_api_table()
+        ]
+        return ApiTable(specs)
+
+    def _forward(self) -> Forward | None:
+        assert self._channel is not None
+        return self._channel.forward
+
+    # --- shutdown ------------------------------------------------------------------------------
+    async def stop(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            await asyncio.gather(self._watchdog, return_exceptions=True)
+        if self._lifecycle is not None and self._lifecycle.unfenced.is_set():
+            await self._lifecycle.shut_down(timeout_s=self._config.broker_session_timeout_ms / 1000)
+        for bound in self._listeners:
+            bound.server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._lifecycle is not None:
+            await self._lifecycle.close()
+        if self._channel is not None:
+            await self._channel.close()
+        if self._follower is not None:
+            await self._follower.close()
+        if self._audit is not None:
+            self._audit.close()
+        for lock in self._dir_locks:
+            lock.release()
+        self._dir_locks = []
+        log.info("stopped")

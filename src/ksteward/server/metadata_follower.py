@@ -1,0 +1,225 @@
+"""A broker-only node follows ``__cluster_metadata`` from the controller (KIP-595 observer, KIP-630 snapshots).
+
+The asyncio driver around the sans-IO core (docs/raft.md): it connects to the controller listener, and loops
+``RaftObserver.next_request`` -> send -> ``RaftObserver.on_response`` -> ``FollowerLog.apply``, with a back-off
+after an error. The log is the broker's own ``metadata.log.dir`` (opened and locked by the caller), so a
+restarted broker resumes from its log end.
+
+Only committed records reach the image: after each response, the batches below the high watermark that the
+image does not hold yet are replayed (``metadata.loader.replay_batches``) into a new ``MetadataImage``, and the
+ACL changes between the two images go to the broker's ``StandardAuthorizer``, at the new image's offset. A
+snapshot install builds a fresh image from the snapshot and swaps image and authorizer whole
+(``StandardAuthorizer.load_snapshot`` replaces the ACL set in one step, so an ``authorize`` sees the old set or
+the new one). That is Kafka's ``MetadataLoader``: a log delta, or a snapshot delta, published once applied.
+
+At start-up the image is the one ``metadata.loader.load`` rebuilt from the local log. Every record in it was
+committed when it was fetched: the leader serves records only up to its high watermark (docs/raft.md, "Fetch
+serves records only up to the high watermark").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from itertools import takewhile
+
+from ksteward.authorizer import StandardAuthorizer
+from ksteward.metadata.batch import Batch
+from ksteward.metadata.delta import image_from_records
+from ksteward.metadata.epochs import OffsetAndEpoch
+from ksteward.metadata.image import MetadataImage, acl_binding
+from ksteward.metadata.loader import replay_batches
+from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.records import decode_record
+from ksteward.metadata.snapshot_file import read_snapshot
+from ksteward.raft.follower_log import FollowerLog
+from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
+from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ``controller.quorum.retry.backoff.ms`` default.
+DEFAULT_BACKOFF_S = 0.02
+#: Kafka's ``controller.quorum.request.timeout.ms`` default; above the Fetch long poll (500 ms).
+DEFAULT_REQUEST_TIMEOUT_S = 2.0
+
+Connect = Callable[[Address], Awaitable[ControllerConnection]]
+
+
+class MetadataFollower:
+    """Replicates the metadata log and publishes committed images (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        metadata_log: MetadataLog,
+        image: MetadataImage,
+        authorizer: StandardAuthorizer | None,
+        cluster_id: str,
+        node_id: int,
+        directory_id: uuid.UUID | None,
+        bootstrap: tuple[Address, ...],
+        connect: Connect,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+        request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+    ) -> None:
+        self.follower_log = FollowerLog(metadata_log)
+        self.observer = RaftObserver(cluster_id=cluster_id, replica_id=node_id, directory_id=directory_id)
+        self.image = image
+        self._authorizer = authorizer
+        self._bootstrap = bootstrap
+        self._next_bootstrap = 0
+        self._connect = connect
+        self._backoff_s = backoff_s
+        self._request_timeout_s = request_timeout_s
+        self._connection: ControllerConnection | None = None
+        self._address: Address | None = None
+        self._published = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        self.failure: BaseException | None = None  # set when following stopped for good
+        self.stopped = asyncio.Event()
+
+    # --- what the node reads --------------------------------------------------------------------------
+    @property
+    def applied_offset(self) -> int:
+        """The offset of the last record applied to the image (-1: none), for BrokerHeartbeat."""
+        return self.image.offset
+
+    @property
+    def caught_up(self) -> bool:
+        """Every committed record the leader reported is in the image (Kafka's first "caught up")."""
+        hw = self.follower_log.high_watermark
+        return hw is not None and self.observer.caught_up(self.follower_log.view) and self.image.offset + 1 >= hw
+
+    @property
+    def controller_address(self) -> Address | None:
+        """The Raft leader's endpoint on the controller listener, once a response named it."""
+        return self.observer.leader_endpoint
+
+    async def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Wait until ``condition()`` holds after a publish (or already holds); ends early if following stops."""
+        async with self._published:
+            await self._published.wait_for(lambda: condition() or self.stopped.is_set())
+
+    # --- the loop -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        end = self.follower_log.view.log_end_offset
+        log.info("resuming the metadata log at offset %d (image at offset %d)", end, self.image.offset)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-follower")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._drop_connection()
+        self.follower_log.close()
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                if not await self._round():
+                    await asyncio.sleep(self._backoff_s)
+        except RaftFatalError as exc:
+            log.error("stopped following the metadata log: %s", exc)
+            self.failure = exc
+        except Exception as exc:  # a log that cannot be written or replayed: stop, the node shuts down
+            log.exception("stopped following the metadata log")
+            self.failure = exc
+        finally:
+            self.stopped.set()
+            async with self._published:
+                self._published.notify_all()
+
+    async def _round(self) -> bool:
+        """One request and its actions; False to back off before the next."""
+        view = self.follower_log.view
+        try:
+            connection = await self._connection_to_leader()
+            api_key, version, body = self.observer.next_request(view)
+            response = await asyncio.wait_for(connection.call(api_key, version, body), self._request_timeout_s)
+        except CALL_ERRORS as exc:
+            log.debug("metadata fetch failed (%s); retrying", type(exc).__name__)
+            await self._drop_connection()
+            return False
+        ok = True
+        installed = False
+        for action in self.observer.on_response(api_key, response, view):
+            if isinstance(action, Backoff):
+                log.debug("metadata fetch backs off: %s", action.reason)
+                ok = False
+            elif isinstance(action, LeaderChanged):
+                log.info("metadata leader is node %s, epoch %d", action.leader_id, action.epoch)
+            else:
+                self.follower_log.apply_one(action)
+                installed = installed or isinstance(action, InstallSnapshot)
+        await self._publish(installed)
+        return ok
+
+    async def _connection_to_leader(self) -> ControllerConnection:
+        address = self.observer.leader_endpoint
+        if address is None:  # not known yet: try the bootstrap servers in turn
+            address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
+            if self._connection is None:
+                self._next_bootstrap += 1
+        if self._connection is not None and self._address != address:
+            await self._drop_connection()
+        if self._connection is None:
+            self._connection = await self._connect(address)
+            self._address = address
+        return self._connection
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    # --- publishing committed records -----------------------------------------------------------------
+    async def _publish(self, installed: bool) -> None:
+        if installed:
+            self._install_snapshot(self.follower_log.installed[-1].snapshot)
+        hw = self.follower_log.high_watermark
+        if hw is not None and hw > self.image.offset + 1:
+            self._apply_committed(hw)
+        async with self._published:
+            self._published.notify_all()
+
+    def _committed_batches(self, hw: int) -> Iterator[Batch]:
+        return takewhile(lambda b: b.last_offset < hw, self.follower_log.log.read(self.image.offset + 1))
+
+    def _apply_committed(self, hw: int) -> None:
+        before = self.image
+        after = replay_batches(before, self._committed_batches(hw))
+        self.image = after
+        if self._authorizer is None or after.acls is before.acls:
+            return
+        old, new = before.acls.records, after.acls.records
+        for acl_id in old.keys() - new.keys():
+            with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
+                self._authorizer.remove_acl(acl_id, offset=after.offset)
+        for acl_id in new.keys() - old.keys():
+            try:
+                binding = acl_binding(new[acl_id])
+            except ValueError as exc:
+                log.warning("ignoring ACL %s that cannot be evaluated: %s", acl_id, exc)
+                continue
+            self._authorizer.add_acl(acl_id, binding, offset=after.offset)
+
+    def _install_snapshot(self, snapshot: OffsetAndEpoch) -> None:
+        """The snapshot delta: a new image from the snapshot alone, and the authorizer's ACL set swapped whole."""
+        path = next(
+            s.path
+            for s in self.follower_log.log.snapshots()
+            if s.end_offset == snapshot.offset and s.epoch == snapshot.epoch
+        )
+        end_offset, epoch, values = read_snapshot(path)
+        image = image_from_records((decode_record(v) for v in values), offset=end_offset - 1, epoch=epoch)
+        self.image = image
+        if self._authorizer is not None:
+            bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
+            self._authorizer.load_snapshot(bindings, offset=image.offset)
+        log.info("loaded metadata snapshot %s: image at offset %d", path.name, image.offset)
