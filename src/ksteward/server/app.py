@@ -58,6 +58,7 @@ from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.raft_service import RaftService
+from ksteward.server.tasks import cancel_and_wait
 from ksteward.server.tls import server_context
 
 log = logging.getLogger(__name__)
@@ -423,8 +424,8 @@ class Server:
 
     async def stop(self) -> None:
         if self._session_check is not None:
-            self._session_check.cancel()
-            await asyncio.gather(self._session_check, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(self._session_check)
         if self._raft is not None:
             self._raft.shut_down()
         for bound in self._listeners:

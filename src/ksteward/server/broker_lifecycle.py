@@ -32,6 +32,7 @@ from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.protocol.apis import ApiKey
 from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
 from ksteward.server.metadata_follower import Connect, MetadataFollower
+from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +92,8 @@ class BrokerLifecycle:
         return True
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._drop_connection()
 
     async def _run(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -47,6 +48,7 @@ from ksteward.server.controller_channel import (
     open_controller_connection,
 )
 from ksteward.server.metadata_follower import MetadataFollower
+from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +240,8 @@ class BrokerServer(Server):
     # --- shutdown ------------------------------------------------------------------------------
     async def stop(self) -> None:
         if self._watchdog is not None:
-            self._watchdog.cancel()
-            await asyncio.gather(self._watchdog, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(self._watchdog)
         if self._lifecycle is not None and self._lifecycle.unfenced.is_set():
             await self._lifecycle.shut_down(timeout_s=self._config.broker_session_timeout_ms / 1000)
         for bound in self._listeners:

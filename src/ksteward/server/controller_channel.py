@@ -48,6 +48,7 @@ from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
 from ksteward.protocol.schema_walk import check_message
+from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +212,8 @@ class ControllerChannel:
 
     async def close(self) -> None:
         """Stop sending; requests still waiting fail with ConnectionError (the broker is shutting down)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._drop_connection()
         for future in self._waiting.values():
             if not future.done():

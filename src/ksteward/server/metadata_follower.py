@@ -38,6 +38,7 @@ from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
 from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
+from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +112,8 @@ class MetadataFollower:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="metadata-follower")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         await self._drop_connection()
         self.follower_log.close()
 
