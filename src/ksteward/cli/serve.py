@@ -57,15 +57,28 @@ def run(args: argparse.Namespace) -> int:
             print(f"ksteward: cannot start: {exc}", file=sys.stderr)
             await server.stop()
             return 1
-        advertised = ", ".join(str(e) for e in config.advertised_listeners)
-        bootstrap = ",".join(f"{e.host}:{e.port}" for e in config.advertised_listeners)
-        print(
-            f"ksteward: node {config.node_id} of cluster {server.cluster_id} is serving on {advertised}\n"
-            f"ksteward: connect with bootstrap.servers={bootstrap}; stop with Ctrl-C",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(_ready_lines(config, server.cluster_id), file=sys.stderr, flush=True)
         await server.serve_until_stopped()
         return 0
 
     return asyncio.run(main())
+
+
+def _ready_lines(config: ServerConfig, cluster_id: str) -> str:
+    """What a person (and the tests, by ``is serving on``) reads once the node serves: where, and how to connect.
+    A controller-only node has no client listener: admin clients reach it with ``bootstrap.controllers``
+    (KIP-919), brokers with ``controller.quorum.bootstrap.servers``."""
+    endpoints = config.advertised_listeners or tuple(
+        e for e in config.listeners if e.name in config.controller_listener_names
+    )
+    where = ", ".join(str(e) for e in endpoints)
+    addresses = ",".join(f"{e.host}:{e.port}" for e in endpoints)
+    if config.advertised_listeners:
+        how = f"connect with bootstrap.servers={addresses}"
+    else:
+        how = (
+            f"admin clients connect with bootstrap.controllers={addresses}, "
+            f"brokers with controller.quorum.bootstrap.servers={addresses}"
+        )
+    node = f"node {config.node_id} of cluster {cluster_id}"
+    return f"ksteward: {node} is serving on {where}\nksteward: {how}; stop with Ctrl-C"
