@@ -78,7 +78,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "cluster",
         help="run a local cluster: one controller and N brokers on loopback",
-        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        description="A local cluster of one controller-only node (node 1) and broker-only nodes (2, 3, ...).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
