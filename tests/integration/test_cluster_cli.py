@@ -181,3 +181,16 @@ def test_up_refuses_taken_ports_and_restart_needs_a_running_cluster(tmp_path: Pa
     restart = ksteward_cli("cluster", "restart", "2", "--dir", str(tmp_path / "c"))
     assert restart.returncode == 1
     assert "no cluster is up" in restart.stderr
+
+
+def test_a_node_that_cannot_start_stops_up_with_its_log_tail(tmp_path: Path) -> None:
+    directory = tmp_path / "c"
+    data = directory / "controller-1" / "data"
+    data.mkdir(parents=True)  # a data directory formatted for another node: the controller refuses to start
+    (data / "meta.properties").write_text("version=1\nnode.id=7\ncluster.id=AAAAAAAAAAAAAAAAAAAAAA\n", encoding="utf-8")
+    base = consecutive_free_ports(2)
+    up = ksteward_cli("cluster", "up", "--brokers", "1", "--dir", str(directory), "--base-port", str(base))
+    assert up.returncode == 1, up.stdout + up.stderr
+    assert "controller-1 exited with code 1" in up.stderr
+    assert "belongs to node.id=7" in up.stderr  # the node's own log tail
+    assert "bootstrap.servers=" not in up.stdout
