@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 JSSTAMP  := tests/js/node_modules/.installed
 
-.PHONY: run test lint typecheck check bench clean venv dev
+.PHONY: run cluster test lint typecheck check bench clean venv dev
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "ksteward needs Python 3.11 or later"'
@@ -31,6 +31,10 @@ dev: $(DEVSTAMP) $(JSSTAMP)
 run: $(STAMP)
 	@mkdir -p data
 	$(VENV)/bin/ksteward serve --config config/server.properties
+
+# Optional: one controller and three brokers on loopback, data in ./cluster-data (`ksteward cluster --help`).
+cluster: $(STAMP)
+	$(VENV)/bin/ksteward cluster up
 
 test: dev
 	$(PY) -m pytest -q
