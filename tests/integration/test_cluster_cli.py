@@ -153,6 +153,15 @@ def test_up_restart_stop_and_up_again(tmp_path: Path, ups: list[ClusterUp]) -> N
     assert "controlled shutdown complete" in (directory / "broker-2" / "server.log").read_text(encoding="utf-8")
     wait_for(lambda: broker_ids(bootstrap) == {2, 3}, 30.0, "Metadata to list broker 2 again")
 
+    # The controller too, with both brokers connected to it (their fetches and heartbeats must not hold
+    # its shutdown), and forwarding carries on once it is back.
+    restart = ksteward_cli("cluster", "restart", "1", "--dir", str(directory), timeout=120)
+    assert restart.returncode == 0, restart.stdout + restart.stderr
+    assert "node 1 (controller) is serving again" in restart.stdout
+    wait_for(lambda: broker_ids(bootstrap) == {2, 3}, 30.0, "both brokers unfenced after the controller's restart")
+    create_topic(bootstrap, "after-controller-restart")
+    assert "after-controller-restart" in topics(bootstrap)
+
     pids = first.node_pids()
     assert first.proc is not None
     first.proc.send_signal(signal.SIGINT)

@@ -430,9 +430,9 @@ class Server:
             self._raft.shut_down()
         for bound in self._listeners:
             bound.server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        # cancel_and_wait, not one cancel(): a handler's wait_for may swallow it (see server.tasks), and a
+        # broker's connection would then keep fetching and hold the shutdown until the broker left.
+        await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
         if self._committer is not None:
             await self._committer.close(snapshot=True)
             await asyncio.to_thread(self._metadata_log.close)

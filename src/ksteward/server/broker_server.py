@@ -246,9 +246,9 @@ class BrokerServer(Server):
             await self._lifecycle.shut_down(timeout_s=self._config.broker_session_timeout_ms / 1000)
         for bound in self._listeners:
             bound.server.close()
-        for task in list(self._connections):
-            task.cancel()
-        await asyncio.gather(*self._connections, return_exceptions=True)
+        # cancel_and_wait, not one cancel(): a handler's wait_for may swallow it (see server.tasks), and a
+        # broker's connection would then keep fetching and hold the shutdown until the broker left.
+        await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
         if self._lifecycle is not None:
             await self._lifecycle.close()
         if self._channel is not None:
