@@ -56,6 +56,9 @@ from bench._harness.acl_layout import (
 from bench._harness.report import REPO, machine_facts, table, write_document
 from bench._harness.runner import parser
 from ksteward.authorizer import (
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -92,7 +95,7 @@ class NaiveAuthorizer:
 
     @staticmethod
     def _principal_ok(acl_principal: str, principal: str) -> bool:
-        return ":" in acl_principal and (acl_principal == principal or acl_principal == "User:*")
+        return ":" in acl_principal and (acl_principal in (principal, WILDCARD_PRINCIPAL))
 
     def authorize(
         self, principal: str, host: str, op: AclOperation, rt: ResourceType, name: str
@@ -102,12 +105,12 @@ class NaiveAuthorizer:
             if acl.resource_type is not rt:
                 continue
             if acl.pattern_type is LITERAL:
-                if acl.resource_name != name and acl.resource_name != "*":
+                if acl.resource_name not in (name, WILDCARD_RESOURCE):
                     continue
             elif acl.pattern_type is not PREFIXED or not name.startswith(acl.resource_name):
                 continue
             found = True
-            if not self._principal_ok(acl.principal, principal) or (acl.host != "*" and acl.host != host):
+            if not self._principal_ok(acl.principal, principal) or acl.host not in (WILDCARD_HOST, host):
                 continue
             if acl.permission_type is ALLOW:
                 if acl.operation is ALL or acl.operation is op or acl.operation in _IMPLIED.get(op, ()):
@@ -126,7 +129,7 @@ class NaiveAuthorizer:
         allow_lit: set[str] = set()
         allow_pre: set[str] = set()
         for acl in self.acls:
-            if acl.resource_type is not rt or (acl.host != host and acl.host != "*"):
+            if acl.resource_type is not rt or acl.host not in (host, WILDCARD_HOST):
                 continue
             if not self._principal_ok(acl.principal, principal) or (
                 acl.operation is not op and acl.operation is not ALL
@@ -134,11 +137,11 @@ class NaiveAuthorizer:
                 continue
             literal = acl.pattern_type is LITERAL
             if acl.permission_type is DENY:
-                if literal and acl.resource_name == "*":
+                if literal and acl.resource_name == WILDCARD_RESOURCE:
                     return DENIED
                 (deny_lit if literal else deny_pre).add(acl.resource_name)
             elif acl.permission_type is ALLOW:
-                if literal and acl.resource_name == "*":
+                if literal and acl.resource_name == WILDCARD_RESOURCE:
                     return ALLOWED
                 (allow_lit if literal else allow_pre).add(acl.resource_name)
 
