@@ -304,13 +304,7 @@ class MetadataLog(ReplicaLogMixin):
         base = self._next_offset
         data = encode_batch(base, values, timestamp_ms=timestamp_ms, leader_epoch=leader_epoch,
                             control=control, keys=keys)  # fmt: skip
-        segment = self._segment_for(len(data))
-        assert segment.fd is not None
-        try:
-            write_all(segment.fd, data)
-        except BaseException:
-            os.ftruncate(segment.fd, segment.size)
-            raise
+        segment = self._write_batch(data)
         last = base + len(values) - 1
         with self._lock:
             scan = segment.scan
@@ -323,6 +317,18 @@ class MetadataLog(ReplicaLogMixin):
             self._epochs.observe(leader_epoch, base)
             self._bytes_since_snapshot += len(data)
         return base, last
+
+    def _write_batch(self, data: bytes) -> Segment:
+        """Write one whole batch at the end of the active segment (rolling first if it is full) and return
+        that segment; if the write fails the file is cut back to where it was, so no partial batch stays."""
+        segment = self._segment_for(len(data))
+        assert segment.fd is not None
+        try:
+            write_all(segment.fd, data)
+        except BaseException:
+            os.ftruncate(segment.fd, segment.size)
+            raise
+        return segment
 
     def _segment_for(self, size: int) -> Segment:
         active = self._segments[-1] if self._segments else None

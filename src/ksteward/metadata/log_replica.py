@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from .batch import scan_batches
 from .epochs import EpochHistory
-from .files import fsync_dir, write_all
+from .files import fsync_dir
 from .segments import Segment, delete_segment_files
 from .snapshot_file import SnapshotDownload, SnapshotId
 
@@ -42,7 +42,7 @@ class ReplicaLogMixin:
 
         def snapshots(self) -> list[SnapshotId]: ...
         def _check_writable(self) -> None: ...
-        def _segment_for(self, size: int) -> Segment: ...
+        def _write_batch(self, data: bytes) -> Segment: ...
         def _bytes_from(self, offset: int) -> int: ...
         def _prune_snapshots(self) -> None: ...
         @property
@@ -130,13 +130,7 @@ class ReplicaLogMixin:
             start = scan.positions[i]
             end = scan.positions[i + 1] if i + 1 < count else scan.valid_bytes
             chunk = data[start:end]
-            segment = self._segment_for(len(chunk))
-            assert segment.fd is not None
-            try:
-                write_all(segment.fd, chunk)
-            except BaseException:
-                os.ftruncate(segment.fd, segment.size)
-                raise
+            segment = self._write_batch(chunk)
             base = scan.base_offsets[i]
             next_offset = scan.base_offsets[i + 1] if i + 1 < count else scan.next_offset
             with self._lock:

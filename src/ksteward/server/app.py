@@ -132,16 +132,22 @@ class Server:
         return self._raft
 
     # --- lifecycle -----------------------------------------------------------------------------
-    async def start(self) -> None:
+    def _lock_data_dirs(self) -> list[Path]:
+        """Lock ``metadata.log.dir`` and every ``log.dirs`` entry, and return them. Before anything in them is
+        read or written (meta.properties, leftovers, recovery), as Kafka's LogManager.lockLogDirs: a second
+        process on a directory stops here, changing nothing."""
         cfg = self._config
         dirs = [cfg.metadata_log_dir]
         dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
-        # Before anything in them is read or written (meta.properties, leftovers, recovery), as
-        # Kafka's LogManager.lockLogDirs: a second process on a directory stops here, changing nothing.
         try:
             self._dir_locks = lock_directories(dirs)
         except DirectoryLockError as exc:
             raise StartupError(str(exc)) from None
+        return dirs
+
+    async def start(self) -> None:
+        cfg = self._config
+        dirs = self._lock_data_dirs()
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
             self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()

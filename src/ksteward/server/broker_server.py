@@ -29,7 +29,6 @@ from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.controller.active import Controller
-from ksteward.metadata.dir_lock import DirectoryLockError, lock_directories
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.meta_properties import FILE_NAME, MetaPropertiesError, ensure_meta_properties
@@ -37,7 +36,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.server.api_table import broker_api_table
-from ksteward.server.app import Server, StartupError, configured_log_dirs
+from ksteward.server.app import Server, StartupError
 from ksteward.server.broker_lifecycle import BrokerLifecycle
 from ksteward.server.connection import Forward
 from ksteward.server.controller_channel import (
@@ -100,12 +99,7 @@ class BrokerServer(Server):
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         cfg = self._config
-        dirs = [cfg.metadata_log_dir]
-        dirs += [p for p in configured_log_dirs(cfg) if p != cfg.metadata_log_dir]
-        try:
-            self._dir_locks = lock_directories(dirs)
-        except DirectoryLockError as exc:
-            raise StartupError(str(exc)) from None
+        dirs = self._lock_data_dirs()
         directory_id = self._format(dirs)
         try:
             sasl_plain = controller_login(cfg)
