@@ -57,6 +57,7 @@ from ksteward.protocol.sasl import (
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
+from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tasks import cancel_and_wait
 from ksteward.server.tls import server_context
@@ -93,6 +94,7 @@ class Server:
         self._policies: Policies | None = None
         self._dir_locks: list[DirectoryLock] = []
         self._session_check: asyncio.Task[None] | None = None
+        self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -124,6 +126,9 @@ class Server:
     @property
     def audit(self) -> AuditLogWriter | None:
         return self._audit
+
+    async def wait_until_applied(self, offset: int) -> None:
+        await self._applied.wait(offset, self.image.offset)
 
     @property
     def raft_service(self) -> RaftService:
@@ -172,11 +177,15 @@ class Server:
             on_publish=self._on_publish,
         )
         self._metadata_log = metadata_log
+        # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
+        # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
         controller_endpoints = {e.name: (e.host or "localhost", e.port) for e in cfg.listeners
                                 if e.name in cfg.controller_listener_names}  # fmt: skip
+        controller_endpoints |= {e.name: (e.host, e.port) for e in cfg.advertised_controller_listeners}
         self._raft = RaftService(node_id=cfg.node_id, cluster_id=self._cluster_id, epoch=LEADER_EPOCH,
                                  metadata_log=metadata_log, endpoints=controller_endpoints)  # fmt: skip
         self._committer.publish_hooks.append(self._raft.on_publish)
+        self._committer.publish_hooks.append(lambda image, _records: self._applied.advance(image.offset))
         topics = self._topic_manager()
         configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
         membership = ClusterControlManager(
