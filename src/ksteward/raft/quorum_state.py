@@ -76,7 +76,7 @@ def read_quorum_state(path: Path) -> ElectionState | None:
     try:
         line = raw.decode("utf-8").split("\n", 1)[0]
         data = json.loads(line)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError; RecursionError: deep nesting
         raise QuorumStateError(f"{path} is not a line of JSON (empty, truncated or corrupt): {exc}") from None
     if not isinstance(data, dict):
         raise QuorumStateError(f"{path} does not hold a JSON object")
