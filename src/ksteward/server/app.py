@@ -88,6 +88,7 @@ class Server:
     def __init__(self, config: ServerConfig) -> None:
         self._config = config
         self._cluster_id = ""
+        self._metadata_log: MetadataLog | None = None
         self._committer: GroupCommitter | None = None
         self._raft: RaftService | None = None
         self._listeners: list[_Bound] = []
@@ -463,6 +464,7 @@ class Server:
         await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
         if self._committer is not None:
             await self._committer.close(snapshot=True)
+        if self._metadata_log is not None:  # also when the start stopped between the load and the committer
             await asyncio.to_thread(self._metadata_log.close)
         if self._audit is not None:
             self._audit.close()
