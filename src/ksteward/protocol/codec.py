@@ -21,6 +21,7 @@ from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.protocol import extensions
 from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.build import build
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
@@ -132,6 +133,21 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
         body=body,
         dropped_tags=dropped,
     )
+
+
+def encode_request_payload(
+    api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: Any
+) -> bytes:
+    """A request's header and body, no length prefix (a client's side; a broker re-encoding a client's request
+    under that client's header)."""
+    cls = request_class(api_key, api_version)
+    header_cls = cls.__header_schema__
+    header = build(header_cls, {"request_api_key": api_key, "request_api_version": api_version,
+                                "correlation_id": correlation_id, "client_id": client_id})  # fmt: skip
+    out = io.BytesIO()
+    _writer(header_cls)(out, header)
+    _writer(cls)(out, body)
+    return out.getvalue()
 
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, response: Any) -> bytes:

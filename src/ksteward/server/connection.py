@@ -17,10 +17,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ksteward.broker.api_versions import unsupported_version_response
+from ksteward.broker.config_forwarding import (
+    CONFIG_ALTER_API_KEYS,
+    forwarded_payload,
+    reassemble,
+    remaining_request,
+)
+from ksteward.broker.configs import preprocess_alter
 from ksteward.broker.context import ApiTable, Node, RequestContext
-from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion
+from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion, Outcome
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
 from ksteward.protocol.build import build
@@ -196,10 +204,9 @@ class Connection:
         if request.dropped_tags:
             log.debug("skipped %d unknown tagged fields from %s", request.dropped_tags, self.peer)
         key = request.api_key
-        if self.listener.forward is not None and key in FORWARDABLE_API_KEYS:
-            return await self._forward(self.listener.forward, request)
-        spec = self.listener.table.spec(key)
-        assert spec.handler is not None  # only the SASL APIs have none, and the protocol answers those
+        forward = self.listener.forward
+        if forward is not None and key in FORWARDABLE_API_KEYS and key not in CONFIG_ALTER_API_KEYS:
+            return await self._forward(forward, request)
         ctx = RequestContext(
             principal=self.protocol.principal,
             client_host=self.client_host,
@@ -212,7 +219,14 @@ class Connection:
             correlation_id=request.correlation_id,
         )
         try:
-            response = await spec.handler(self.node, ctx, request.body)
+            if forward is not None and key in CONFIG_ALTER_API_KEYS:
+                response = await self._forward_config_alter(forward, ctx, request)
+                if response is None:
+                    return None
+            else:
+                spec = self.listener.table.spec(key)
+                assert spec.handler is not None  # only the SASL APIs have none, and the protocol answers those
+                response = await spec.handler(self.node, ctx, request.body)
         except ProtocolError:
             raise  # a request Kafka would fail to parse: the connection is closed, as Kafka closes it
         except Exception as exc:
@@ -242,3 +256,31 @@ class Connection:
         )
         completion = await forward(client)
         return completion.frame()
+
+    async def _forward_config_alter(self, forward: Forward, ctx: RequestContext, request: Request) -> Any | None:
+        """AlterConfigs / IncrementalAlterConfigs on a broker-only node (Kafka's ``KafkaApis``): this node's
+        preprocess, then only the resources it left go to the controller, in a new body under the client's header;
+        the answer has one entry per original resource, in order. None: close the connection (the controller
+        refused the version)."""
+        incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
+        preprocessed = preprocess_alter(self.node, ctx, request.body, incremental=incremental)
+        remaining = remaining_request(request.body, preprocessed)
+        forwarded = None
+        if remaining is not None:
+            payload = forwarded_payload(
+                request.api_key, request.api_version, request.correlation_id, request.client_id, remaining
+            )
+            client = ClientRequest(
+                payload=payload,
+                api_key=request.api_key,
+                api_version=request.api_version,
+                correlation_id=request.correlation_id,
+                body=remaining,
+                principal=self.protocol.principal,
+                client_host=self.client_host,
+            )
+            completion = await forward(client)
+            if completion.outcome is Outcome.CLOSE_CONNECTION:
+                return None
+            forwarded = completion.response
+        return reassemble(request.api_key, request.api_version, request.body, preprocessed, forwarded)

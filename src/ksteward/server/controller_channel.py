@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import itertools
 import logging
 from collections.abc import Callable, Mapping
@@ -36,14 +35,14 @@ from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_reader
 from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
 from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import request_class, response_class
+from ksteward.protocol.codec import encode_request_payload, request_class, response_class
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
@@ -115,11 +114,6 @@ CALL_ERRORS = (OSError, ConnectionError, EOFError, ControllerCallError, Controll
 
 
 @cache
-def _writer(cls: Any) -> Callable[[io.BytesIO, Any], None]:
-    return entity_writer(cls)
-
-
-@cache
 def _reader(cls: Any) -> Callable[[bytes, int], tuple[Any, int]]:
     return entity_reader(cls)
 
@@ -136,14 +130,9 @@ class ControllerConnection:
     async def call(self, api_key: int, version: int, body: Any) -> Any:
         """Send one request (``body``: a kio entity or a dict of its values) and return the response body."""
         cls = request_class(api_key, version)
-        header_cls = cls.__header_schema__
         correlation_id = next(self._correlation)
-        header = build(header_cls, {"request_api_key": api_key, "request_api_version": version,
-                                    "correlation_id": correlation_id, "client_id": self._client_id})  # fmt: skip
-        out = io.BytesIO()
-        _writer(header_cls)(out, header)
-        _writer(cls)(out, body if not isinstance(body, Mapping) else build(cls, body))
-        self._writer.write(frame(out.getvalue()))
+        entity = build(cls, body) if isinstance(body, Mapping) else body
+        self._writer.write(frame(encode_request_payload(api_key, version, correlation_id, self._client_id, entity)))
         await self._writer.drain()
         size = int.from_bytes(await self._reader.readexactly(4), "big", signed=True)
         try:
