@@ -260,9 +260,15 @@ def _preprocess_one(
 
 
 def _logger_change(node: Node, name: str, ops: Sequence[AlterConfigOp], *, validate_only: bool) -> ApiError:
-    """BROKER_LOGGER on this process (Kafka's ``RuntimeLoggerManager.applyChangesForResource``), once authorized."""
-    error = _node_id(name, node.config.node_id) or alter_logger_levels(ops, validate_only=validate_only)
-    return error or NO_ERROR
+    """BROKER_LOGGER on this process (Kafka's ``RuntimeLoggerManager.applyChangesForResource``), once authorized:
+    the name must be this node's id (``validateResourceNameIsNodeId``'s words; Kafka prints its own id where the
+    received one belongs, ksteward prints the received one), then the levels are checked and set."""
+    requested, node_id = java_int(name), node.config.node_id
+    if requested is None:
+        return _invalid(f"Node id must be an integer, but it is: {name}")
+    if requested != node_id:
+        return _invalid(f"Unexpected node id. Expected {node_id}, but received {name}")
+    return alter_logger_levels(ops, validate_only=validate_only) or NO_ERROR
 
 
 def _alter_denied(node: Node, ctx: RequestContext, rtype: ConfigResourceType, name: str) -> ApiError | None:
