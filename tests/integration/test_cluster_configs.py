@@ -194,8 +194,10 @@ def test_a_controller_listener_runs_only_the_controllers_part(cluster: Cluster) 
     ]
     assert logger_level(controller, "1", LOGGER) == "DEBUG"
     assert logger_level(cluster.brokers[0], "2", LOGGER) != "DEBUG"
-    assert incremental(controller, (TOPIC, "nope", [("retention.ms", "1")]), (TOPIC, "nope", [])) == [
-        (TOPIC, "nope", INVALID_REQUEST, "Duplicate resource.")
+    three_copies = [(TOPIC, "nope", [("retention.ms", "1")]), (TOPIC, "nope", []), (TOPIC, "nope", [])]
+    assert incremental(controller, *three_copies) == [(TOPIC, "nope", INVALID_REQUEST, "Duplicate resource.")]
+    assert legacy(controller, (BROKER_LOGGER, "1", {LOGGER: "DEBUG"})) == [
+        (BROKER_LOGGER, "1", INVALID_REQUEST, "Unexpected resource type BROKER_LOGGER.")
     ]
     assert incremental(controller, (BROKER_LOGGER, "1", [(LOGGER, "INFO")])) == [(BROKER_LOGGER, "1", 0, None)]
 
