@@ -434,7 +434,7 @@ def test_broker_logger(server: KstewardServer) -> None:
         )
         assert refusals == [
             (INVALID_REQUEST, "Removing the log level of the root logger is not allowed"),
-            (INVALID_REQUEST, "Unexpected broker id, expected 1, but received 2"),
+            (INVALID_REQUEST, "Unexpected node id. Expected 1, but received 2"),  # RuntimeLoggerManager's words
             (INVALID_REQUEST, "Node id must be an integer, but it is: x"),
         ]
         assert raw_incremental(conn, [(BROKER_LOGGER, "1", [("no.such.logger", SET, "INFO")])]) == [

@@ -102,3 +102,23 @@ def test_the_ksteward_client_reads_its_write_on_the_other_broker(proxied: tuple[
     assert offset is not None, "the broker must pass the controller's offset through"
     with AdminClient(reads_from.bootstrap, min_metadata_offset=offset) as reader:
         assert "forwarded" in _acl_names(reader.request(ApiKey.DESCRIBE_ACLS, ACL_FILTER, max_version=3))
+
+
+def test_a_config_change_rewritten_by_the_broker_still_carries_the_controllers_offset(
+    proxied: tuple[Cluster, PausableProxy],
+) -> None:
+    """IncrementalAlterConfigs is preprocessed and reassembled by the broker, not passed through: the answer it
+    builds must still carry the controller's offset, and a read with it on the other broker sees the value."""
+    cluster, _ = proxied
+    writes_through, reads_from = cluster.brokers[1], cluster.brokers[0]
+    config = {"name": "log.retention.ms", "config_operation": 0, "value": "4242000"}  # SET the cluster default
+    alter = {"resources": [{"resource_type": 4, "resource_name": "", "configs": [config]}], "validate_only": False}
+    with connect(writes_through.address) as conn:
+        response = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, alter)
+    assert [int(r.error_code) for r in response.body.responses] == [0], response.body
+    assert response.metadata_offset is not None
+    describe = {"resources": [{"resource_type": 4, "resource_name": "", "configuration_keys": ["log.retention.ms"]}],
+                "include_synonyms": False, "include_documentation": False}  # fmt: skip
+    with connect(reads_from.address) as conn:
+        body = conn.request(ApiKey.DESCRIBE_CONFIGS, 4, describe, min_offset=response.metadata_offset).body
+    assert [(c.name, c.value) for c in body.results[0].configs] == [("log.retention.ms", "4242000")]

@@ -63,8 +63,10 @@ def event(
     host: str = "10.0.0.1",
     resource_type: str = "TOPIC",
     line: int = 1,
+    forwarded_by: tuple[str, str] | None = None,
 ) -> tuple[object, ...]:
     source = "ksteward" if acl_id is not None or rule not in (None, "acl") else "kafka_authorizer_log"
+    broker_principal, broker_host = forwarded_by or (None, None)
     return (
         when,
         when.astimezone(UTC).date(),
@@ -78,6 +80,8 @@ def event(
         acl_id,
         None,
         None,
+        broker_principal,
+        broker_host,
         source,
         "audit.log",
         line,

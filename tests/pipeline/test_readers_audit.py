@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
-from ksteward.authorizer import AclBinding, AuditEvent, StandardAuthorizer, acl_id_text
+from ksteward.authorizer import AclBinding, AuditEvent, StandardAuthorizer, acl_id_text, forwarded_by
+from ksteward.pipeline.jobs.audit import audit
+from ksteward.pipeline.jobs.who_can import who_can
 from ksteward.pipeline.readers import InputError, read_audit
 from ksteward.pipeline.readers.audit import audit_files
-from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA
+from ksteward.pipeline.schemas import ACL_SCHEMA, AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA, AuthorizerSettings
 
 ACL_ID = uuid.UUID(int=0x5EED)
 NOT_AUDIT = "not an audit line: neither JSON nor a kafka.authorizer.logger line"
@@ -121,7 +123,8 @@ def test_reads_every_format_and_rejects_bad_lines_with_their_numbers(spark: Spar
         "event_date": datetime.date(2025, 1, 31), "principal": "User:alice", "host": "10.0.0.1",
         "operation": "READ", "resource_type": "TOPIC", "resource_name": "orders", "granted": False,
         "rule": "no_matching_acl", "acl_id": None, "image_offset": None, "method": "kafka.Fetch",
-        "source_format": "kafka_authorizer_log", "source_file": alice["source_file"], "source_line": 1,
+        "forwarded_by_principal": None, "forwarded_by_host": None, "source_format": "kafka_authorizer_log",
+        "source_file": alice["source_file"], "source_line": 1,
     }  # fmt: skip
     svc = rows[("kafka-authorizer.log.2025-01-31-12.gz", 2)]
     assert (svc["principal"], svc["operation"], svc["resource_type"], svc["resource_name"], svc["rule"]) == (
@@ -158,3 +161,83 @@ def test_paths(logs: Path) -> None:
         audit_files(logs / "missing.log")
     with pytest.raises(InputError, match="no file matches"):
         audit_files(str(logs / "nothing-*.log"))
+
+
+# --- requests a broker forwarded to the controller (KIP-590) -------------------------------------------------
+
+ALICE_ACL, BROKER_ACL = uuid.UUID(int=0xA11CE), uuid.UUID(int=0xB40CE4)
+BROKER = ("User:broker", "10.0.0.9")  # the forwarding broker's principal and address
+
+
+def controller_lines() -> list[str]:
+    """A controller's audit lines: two decisions of a request ``alice`` sent through a broker, as the Envelope
+    handler writes them (inside ``forwarded_by``), and one of a request ``carol`` sent to it directly."""
+    auth = StandardAuthorizer.from_config({})
+    auth.load_snapshot(
+        {
+            ALICE_ACL: AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "ALTER_CONFIGS", "ALLOW"),
+            BROKER_ACL: AclBinding("TOPIC", "orders", "LITERAL", "User:broker", "*", "ALL", "ALLOW"),
+        },
+        offset=7,
+    )
+
+    def line(principal: str, host: str, name: str) -> str:
+        decision = auth.authorize_with_reason(principal, host, "ALTER_CONFIGS", "TOPIC", name)
+        return AuditEvent(decision, principal=principal, host=host, operation="ALTER_CONFIGS", resource_type="TOPIC",
+                          resource_name=name, method_name="kafka.IncrementalAlterConfigs",
+                          timestamp=T0.timestamp()).to_json()  # fmt: skip
+
+    with forwarded_by(*BROKER):
+        forwarded = [line("User:alice", "10.0.0.1", "orders"), line("User:alice", "10.0.0.1", "payments")]
+    return [*forwarded, line("User:carol", "10.0.0.2", "orders")]
+
+
+@pytest.fixture(scope="module")
+def controller_events(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("controller-audit")
+    (root / "audit.log").write_text("\n".join(controller_lines()) + "\n")
+    events, rejects = read_audit(spark, root)
+    assert rejects.count() == 0
+    return events
+
+
+def test_a_forwarded_decision_names_the_broker_and_a_direct_one_does_not(controller_events: Any) -> None:
+    rows = sorted(
+        (r.principal, r.host, r.resource_name, r.granted, r.forwarded_by_principal, r.forwarded_by_host)
+        for r in controller_events.collect()
+    )
+    assert rows == [
+        ("User:alice", "10.0.0.1", "orders", True, "User:broker", "10.0.0.9"),
+        ("User:alice", "10.0.0.1", "payments", False, "User:broker", "10.0.0.9"),
+        ("User:carol", "10.0.0.2", "orders", False, None, None),
+    ]
+
+
+def test_the_jobs_count_a_forwarded_decision_as_the_clients(spark: SparkSession, controller_events: Any) -> None:
+    """The audit's used ACLs, access tuples and denied principals (what the report shows), and who-can's observed
+    principals, all see ``alice`` from her own address, never the broker that forwarded her request."""
+    acls = spark.createDataFrame(
+        [
+            (acl_id_text(ALICE_ACL), "TOPIC", "orders", "LITERAL", "User:alice", "*", "ALTER_CONFIGS", "ALLOW"),
+            (acl_id_text(BROKER_ACL), "TOPIC", "orders", "LITERAL", "User:broker", "*", "ALL", "ALLOW"),
+        ],
+        ACL_SCHEMA,
+    )
+    result = audit(controller_events, acls, AuthorizerSettings(), start=None, end=None)
+    try:
+        assert {r.acl_id: r.hits for r in result.acl_usage.collect()} == {
+            acl_id_text(ALICE_ACL): 1,
+            acl_id_text(BROKER_ACL): 0,
+        }
+        assert {(r.principal, r.host) for r in result.access.collect()} == {
+            ("User:alice", "10.0.0.1"),
+            ("User:carol", "10.0.0.2"),
+        }
+        assert [r.principal for r in result.top_denied_principals.collect()] == ["User:alice", "User:carol"]
+    finally:
+        result.unpersist()
+
+    observed = controller_events.select("principal", "host")
+    only_alice = acls.where(acls.principal == "User:alice")
+    allowed = who_can(only_alice, AuthorizerSettings(), "TOPIC", "orders", "ALTER_CONFIGS", principals=observed)
+    assert {(r.principal, r.host) for r in allowed.collect()} == {("User:alice", "*"), ("User:alice", "10.0.0.1")}

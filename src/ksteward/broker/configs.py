@@ -1,21 +1,28 @@
 """DescribeConfigs (32), AlterConfigs (33) and IncrementalAlterConfigs (44).
 
-See docs/topics-and-configs.md, "Config alter path" and "Config authorization".
+See docs/topics-and-configs.md, "Config alter path", and docs/forwarding.md, "AlterConfigs and
+IncrementalAlterConfigs on a broker".
 
-DescribeConfigs is served from this node's image. The two alter RPCs run the broker's preprocessing
-here (duplicate resources, duplicate keys and null values, BROKER_LOGGER applied on the spot, the
-broker's own checks of BROKER values), then authorize what is left as the controller does and hand it
-to ``Controller.alter_configs``, and answer one entry per resource in request order.
+DescribeConfigs is served from this node's image. The two alter RPCs are split as Kafka splits them:
+
+* :func:`preprocess_alter` is the broker's part (``ConfigAdminManager.preprocess``): duplicate resources,
+  duplicate keys and null values, BROKER_LOGGER applied on the spot, the broker's own checks of BROKER values.
+  Every node with the broker role runs it on its client listeners: a combined node before its own controller's
+  part, a broker-only node before it forwards what is left (``ksteward.broker.config_forwarding``).
+* :func:`_persist` is the controller's part (``ControllerApis``): authorize each resource and hand it to
+  ``Controller.alter_configs``. A controller listener runs only this, with ControllerApis' own handling of
+  BROKER_LOGGER, unknown types and duplicates (:func:`handle_controller_incremental_alter_configs`).
 
 Supported resource types: TOPIC, BROKER (this node's id, or ``""`` for the cluster default) and
-BROKER_LOGGER. GROUP and CLIENT_METRICS configs are not implemented: they are refused per resource with
-INVALID_REQUEST and a message that says so.
+BROKER_LOGGER. GROUP and CLIENT_METRICS configs are not implemented: the controller's part refuses them per
+resource with INVALID_REQUEST and a message that says so.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
@@ -36,7 +43,7 @@ from ksteward.configs.catalog import ConfigResourceType, ConfigSource, ConfigTyp
 from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
 from ksteward.configs.sensitive import is_sensitive
 from ksteward.controller.configs import ConfigAlteration
-from ksteward.controller.result import ApiError
+from ksteward.controller.result import NO_ERROR, ApiError
 from ksteward.controller.topic_names import validation_error
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
@@ -198,55 +205,109 @@ def _broker_preprocess(
     return validate_broker_reconfiguration(resolver.broker_values(), after.broker_values())
 
 
-async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: bool) -> Any:
-    api_key = ApiKey.INCREMENTAL_ALTER_CONFIGS if incremental else ApiKey.ALTER_CONFIGS
-    validate_only = bool(request.validate_only)
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """One wire resource's changes: ``ops`` (IncrementalAlterConfigs) or ``configs`` (AlterConfigs), and the
+    first checks' verdict on them (a key named twice, a null value)."""
+
+    ops: list[AlterConfigOp] | None
+    configs: dict[str, str | None] | None
+    error: ApiError | None
+
+
+def _changes(resource: Any, *, incremental: bool) -> _Changes:
+    if incremental:
+        ops = [AlterConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs]
+        return _Changes(ops, None, check_incremental_request(ops))
+    pairs = [(c.name, c.value) for c in resource.configs]
+    return _Changes(None, dict(pairs), check_legacy_request(pairs))
+
+
+def preprocess_alter(node: Node, ctx: RequestContext, request: Any, *, incremental: bool) -> list[ApiError | None]:
+    """Kafka's ``ConfigAdminManager.preprocess``, on the node that received the request: one result per resource,
+    in request order. An ApiError (``NO_ERROR`` for a BROKER_LOGGER change made here) is that resource's final
+    answer; None means the resource goes on to the controller (:func:`_persist`, or forwarded from a broker-only
+    node, ``ksteward.broker.config_forwarding``). BROKER_LOGGER changes are applied to this process's loggers."""
     resources = list(request.resources)
     seen = Counter((r.resource_type, r.resource_name) for r in resources)
+    validate_only = bool(request.validate_only)
+    results: list[ApiError | None] = []
+    for resource in resources:
+        if seen[(resource.resource_type, resource.resource_name)] > 1:
+            results.append(_invalid("Each resource must appear at most once."))
+        else:
+            results.append(_preprocess_one(node, ctx, resource, incremental=incremental, validate_only=validate_only))
+    return results
+
+
+def _preprocess_one(
+    node: Node, ctx: RequestContext, resource: Any, *, incremental: bool, validate_only: bool
+) -> ApiError | None:
+    rtype, name = ConfigResourceType.from_code(resource.resource_type), resource.resource_name
+    changes = _changes(resource, incremental=incremental)
+    if changes.error is not None:
+        return changes.error
+    if rtype is BL and incremental:
+        assert changes.ops is not None
+        if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
+            return ApiError(*_CLUSTER_DENIED)
+        return _logger_change(node, name, changes.ops, validate_only=validate_only)
+    if rtype is B:
+        return _broker_preprocess(node, node.config_resolver(), name, changes.ops, changes.configs)
+    if rtype in (T, *_UNSUPPORTED):
+        return None
+    return _invalid(f"Unknown resource type {resource.resource_type}")
+
+
+def _logger_change(node: Node, name: str, ops: Sequence[AlterConfigOp], *, validate_only: bool) -> ApiError:
+    """BROKER_LOGGER on this process (Kafka's ``RuntimeLoggerManager.applyChangesForResource``), once authorized:
+    the name must be this node's id (``validateResourceNameIsNodeId``'s words; Kafka prints its own id where the
+    received one belongs, ksteward prints the received one), then the levels are checked and set."""
+    requested, node_id = java_int(name), node.config.node_id
+    if requested is None:
+        return _invalid(f"Node id must be an integer, but it is: {name}")
+    if requested != node_id:
+        return _invalid(f"Unexpected node id. Expected {node_id}, but received {name}")
+    return alter_logger_levels(ops, validate_only=validate_only) or NO_ERROR
+
+
+def _alter_denied(node: Node, ctx: RequestContext, rtype: ConfigResourceType, name: str) -> ApiError | None:
+    """``ControllerApis.authorizeAlterResource``: ALTER_CONFIGS on the topic, the group, or the cluster."""
+    if rtype not in (T, B, *_UNSUPPORTED):
+        return _invalid(f"Unexpected resource type {rtype.name}.")
+    if _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
+        return None
+    return ApiError(*_denied(rtype))
+
+
+async def _persist(
+    node: Node, ctx: RequestContext, resources: Sequence[Any], *, incremental: bool, validate_only: bool
+) -> list[ApiError | None]:
+    """The controller's part (``ControllerApis`` then ``ConfigurationControlManager``): authorize each resource and
+    hand the authorized ones to ``Controller.alter_configs``. One outcome per resource, None on success.
+
+    The first checks (a key named twice, a null value) run here again: a broker already made them, but a client
+    talking to the controller directly (KIP-919) did not, and the manager expects one operation per key."""
     outcomes: list[ApiError | None] = [None] * len(resources)
     pending: list[tuple[int, ConfigAlteration]] = []
-    resolver = node.config_resolver()
     for index, resource in enumerate(resources):
         rtype, name = ConfigResourceType.from_code(resource.resource_type), resource.resource_name
-        ops: list[AlterConfigOp] | None = None
-        configs: dict[str, str | None] | None = None
-        if seen[(resource.resource_type, name)] > 1:
-            outcomes[index] = _invalid("Each resource must appear at most once.")
-            continue
-        if incremental:
-            ops = [AlterConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs]
-            error = check_incremental_request(ops)
-        else:
-            pairs = [(c.name, c.value) for c in resource.configs]
-            configs = dict(pairs)
-            error = check_legacy_request(pairs)
-        if error is None and rtype is BL and incremental:
-            assert ops is not None
-            if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
-                error = ApiError(*_CLUSTER_DENIED)
-            else:
-                error = _node_id(name, node.config.node_id) or alter_logger_levels(ops, validate_only=validate_only)
-            outcomes[index] = error
-            continue
-        if error is None and rtype is B:
-            error = _broker_preprocess(node, resolver, name, ops, configs)
-        elif error is None and rtype in _UNSUPPORTED:
-            error = _unsupported(rtype)
-        elif error is None and rtype is not T:
-            error = _invalid(f"Unknown resource type {resource.resource_type}")
+        changes = _changes(resource, incremental=incremental)
+        error = changes.error or (_unsupported(rtype) if rtype in _UNSUPPORTED else None)
+        error = error or _alter_denied(node, ctx, rtype, name)
         if error is not None:
             outcomes[index] = error
             continue
-        # What a controller checks before its ConfigurationControlManager
-        # (``ControllerApis.handleIncrementalAlterConfigs``).
-        if not _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
-            outcomes[index] = ApiError(*_denied(rtype))
-            continue
-        pending.append((index, ConfigAlteration(rtype, name, ops=ops, configs=configs)))
+        pending.append((index, ConfigAlteration(rtype, name, ops=changes.ops, configs=changes.configs)))
     if pending:
         results = await node.controller.alter_configs([a for _, a in pending], validate_only=validate_only)
         for (index, _), outcome in zip(pending, results, strict=True):
             outcomes[index] = outcome
+    return outcomes
+
+
+def _response(api_key: int, version: int, answers: Sequence[tuple[Any, ApiError | None]]) -> Any:
+    """The response: one entry per (wire resource, outcome), in the order given; None is success."""
     responses = [
         {
             "error_code": ErrorCode.none if outcome is None else outcome.code,
@@ -254,9 +315,27 @@ async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: 
             "resource_type": int(resource.resource_type),
             "resource_name": resource.resource_name,
         }
-        for resource, outcome in zip(resources, outcomes, strict=True)
+        for resource, outcome in answers
     ]
-    return build(response_class(api_key, ctx.api_version), {"responses": responses})
+    return build(response_class(api_key, version), {"responses": responses})
+
+
+def _api_key(incremental: bool) -> ApiKey:
+    return ApiKey.INCREMENTAL_ALTER_CONFIGS if incremental else ApiKey.ALTER_CONFIGS
+
+
+async def _alter(node: Node, ctx: RequestContext, request: Any, *, incremental: bool) -> Any:
+    """A node with both roles: the broker's preprocess, then the controller's part for what is left, answered one
+    entry per resource in request order (what a broker-only node gets by forwarding, in one process)."""
+    resources = list(request.resources)
+    outcomes = preprocess_alter(node, ctx, request, incremental=incremental)
+    remaining = [index for index, outcome in enumerate(outcomes) if outcome is None]
+    persisted = await _persist(
+        node, ctx, [resources[i] for i in remaining], incremental=incremental, validate_only=bool(request.validate_only)
+    )
+    for index, outcome in zip(remaining, persisted, strict=True):
+        outcomes[index] = outcome
+    return _response(_api_key(incremental), ctx.api_version, list(zip(resources, outcomes, strict=True)))
 
 
 async def handle_alter_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
@@ -265,3 +344,62 @@ async def handle_alter_configs(node: Node, ctx: RequestContext, request: Any) ->
 
 async def handle_incremental_alter_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
     return await _alter(node, ctx, request, incremental=True)
+
+
+# ---------------------------------------------------------------------------------------------- controller
+
+
+async def _controller_alter(node: Node, ctx: RequestContext, request: Any, *, incremental: bool) -> Any:
+    """A controller listener (``ControllerApis.handleIncrementalAlterConfigs`` / ``handleLegacyAlterConfigs``): what
+    a broker forwarded after its preprocess, or what a client sent directly (KIP-919). No broker preprocess runs
+    here. BROKER_LOGGER (incremental) changes the controller's own loggers, checked with CLUSTER_ACTION on the
+    cluster; a type id Kafka does not know is UNSUPPORTED_VERSION; a resource named twice is dropped and answered
+    once with INVALID_REQUEST "Duplicate resource.". Entries come in request order; a duplicate's answer stands
+    where its second copy was."""
+    resources = list(request.resources)
+    validate_only = bool(request.validate_only)
+    answers: list[ApiError | _Skip | None] = [_SKIP] * len(resources)
+    first: dict[tuple[int, str], int] = {}
+    duplicated: set[tuple[int, str]] = set()
+    for index, resource in enumerate(resources):
+        rtype, name = ConfigResourceType.from_code(resource.resource_type), resource.resource_name
+        key = (int(resource.resource_type), name)
+        if rtype is BL and incremental:
+            if not authorize(node, ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                answers[index] = ApiError(*_CLUSTER_DENIED)
+            else:
+                ops = [AlterConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs]
+                answers[index] = _logger_change(node, name, ops, validate_only=validate_only)
+        elif rtype is ConfigResourceType.UNKNOWN:
+            answers[index] = ApiError(ErrorCode.unsupported_version, f"Unknown resource type {resource.resource_type}.")
+        elif key in duplicated:
+            continue
+        elif key in first:
+            duplicated.add(key)
+            answers[first.pop(key)] = _SKIP
+            answers[index] = _invalid("Duplicate resource.")
+        else:
+            first[key] = index
+    kept = sorted(first.values())
+    persisted = await _persist(
+        node, ctx, [resources[i] for i in kept], incremental=incremental, validate_only=validate_only
+    )
+    for index, outcome in zip(kept, persisted, strict=True):
+        answers[index] = outcome
+    entries = [(r, a) for r, a in zip(resources, answers, strict=True) if not isinstance(a, _Skip)]
+    return _response(_api_key(incremental), ctx.api_version, entries)
+
+
+class _Skip:
+    """No entry for this resource (the first copy of a duplicate, or a later copy after the second)."""
+
+
+_SKIP: Final = _Skip()
+
+
+async def handle_controller_alter_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
+    return await _controller_alter(node, ctx, request, incremental=False)
+
+
+async def handle_controller_incremental_alter_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
+    return await _controller_alter(node, ctx, request, incremental=True)

@@ -28,8 +28,10 @@ def _s(*fields: tuple[str, object, bool]) -> StructType:
 
 #: One authorization decision, from any audit source (``readers.audit``).
 #: ``rule``/``acl_id``/``image_offset`` are known only for ksteward's own lines; ``method`` is the API
-#: (``kafka.Produce``) when the source says it. ``source_format``: ``ksteward``, ``confluent`` or
-#: ``kafka_authorizer_log``.
+#: (``kafka.Produce``) when the source says it. ``principal`` and ``host`` are always the client's: for a
+#: request a broker forwarded to the controller (KIP-590), ``forwarded_by_principal`` and ``forwarded_by_host``
+#: name that broker (ksteward's ``data.ksteward.forwardedBy``); both are null for a direct request and for the
+#: other sources. ``source_format``: ``ksteward``, ``confluent`` or ``kafka_authorizer_log``.
 AUTHZ_EVENT_SCHEMA = _s(
     ("event_time", TimestampType(), False),
     ("event_date", DateType(), False),
@@ -43,6 +45,8 @@ AUTHZ_EVENT_SCHEMA = _s(
     ("acl_id", StringType(), True),
     ("image_offset", LongType(), True),
     ("method", StringType(), True),
+    ("forwarded_by_principal", StringType(), True),
+    ("forwarded_by_host", StringType(), True),
     ("source_format", StringType(), False),
     ("source_file", StringType(), False),
     ("source_line", LongType(), False),

@@ -9,7 +9,13 @@ from __future__ import annotations
 from ksteward.broker.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
-from ksteward.broker.configs import handle_alter_configs, handle_describe_configs, handle_incremental_alter_configs
+from ksteward.broker.configs import (
+    handle_alter_configs,
+    handle_controller_alter_configs,
+    handle_controller_incremental_alter_configs,
+    handle_describe_configs,
+    handle_incremental_alter_configs,
+)
 from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
@@ -32,8 +38,17 @@ _COMMON = [
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+]
+
+# The config alters: a broker preprocesses them before the controller's part (KafkaApis); a controller listener
+# runs only the controller's part (ControllerApis). docs/forwarding.md, "AlterConfigs and IncrementalAlterConfigs".
+_BROKER_CONFIG_ALTERS = [
     ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, handle_alter_configs),
     ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle_incremental_alter_configs),
+]
+_CONTROLLER_CONFIG_ALTERS = [
+    ApiSpec(ApiKey.ALTER_CONFIGS, 0, 2, handle_controller_alter_configs),
+    ApiSpec(ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle_controller_incremental_alter_configs),
 ]
 
 
@@ -50,7 +65,7 @@ _MEMBERSHIP = [
 
 
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
+    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
 
 
 # KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch
@@ -65,4 +80,5 @@ def controller_api_table() -> ApiTable:
     """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register, heartbeat,
     fetch the metadata log and forward requests in an Envelope (KIP-590) here only: a client listener never
     accepts those (Kafka's ControllerApis)."""
-    return ApiTable([*_COMMON, *_TOPICS, *_MEMBERSHIP, *_RAFT, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])
+    specs = [*_COMMON, *_CONTROLLER_CONFIG_ALTERS, *_TOPICS, *_MEMBERSHIP, *_RAFT]
+    return ApiTable([*specs, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])

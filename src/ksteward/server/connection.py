@@ -17,12 +17,20 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from ksteward.broker.api_versions import unsupported_version_response
+from ksteward.broker.config_forwarding import (
+    CONFIG_ALTER_API_KEYS,
+    forwarded_payload,
+    reassemble,
+    remaining_request,
+)
+from ksteward.broker.configs import preprocess_alter
 from ksteward.broker.context import ApiTable, Node, RequestContext
-from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion
+from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion, Outcome
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
 from ksteward.protocol.build import build
@@ -46,6 +54,7 @@ from ksteward.protocol.connection import (
 )
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
+from ksteward.protocol.read_your_writes import response_offset
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
 from ksteward.server.tls import subject_dn
@@ -202,10 +211,9 @@ class Connection:
         offset = request.min_offset if self.protocol.authenticated else None
         if offset is not None and not await self._applied(offset):
             return self._answer_every_entry(request, ErrorCode.request_timed_out)
-        if self.listener.forward is not None and key in FORWARDABLE_API_KEYS:
-            return await self._forward(self.listener.forward, request)
-        spec = self.listener.table.spec(key)
-        assert spec.handler is not None  # only the SASL APIs have none, and the protocol answers those
+        forward = self.listener.forward
+        if forward is not None and key in FORWARDABLE_API_KEYS and key not in CONFIG_ALTER_API_KEYS:
+            return await self._forward(forward, request)
         ctx = RequestContext(
             principal=self.protocol.principal,
             client_host=self.client_host,
@@ -217,8 +225,17 @@ class Connection:
             api_table=self.listener.table,
             correlation_id=request.correlation_id,
         )
+        committed = None  # the controller's offset, when a broker rewrote a forwarded config alteration
         try:
-            response = await spec.handler(self.node, ctx, request.body)
+            if forward is not None and key in CONFIG_ALTER_API_KEYS:
+                forwarded = await self._forward_config_alter(forward, ctx, request)
+                if forwarded is None:
+                    return None
+                response, committed = forwarded
+            else:
+                spec = self.listener.table.spec(key)
+                assert spec.handler is not None  # only the SASL APIs have none, and the protocol answers those
+                response = await spec.handler(self.node, ctx, request.body)
         except ProtocolError:
             raise  # a request Kafka would fail to parse: the connection is closed, as Kafka closes it
         except Exception as exc:
@@ -231,8 +248,10 @@ class Connection:
             response = build(response_class(key, request.api_version), values)
         if isinstance(response, PreEncoded):
             return response.frame
-        # A mutation answered here (this node is the controller) tells the client the offset to read after.
-        committed = self.node.image.offset if key in FORWARDABLE_API_KEYS else None
+        if forward is None and key in FORWARDABLE_API_KEYS:
+            # Answered here as the controller, after the commit: the offset a client may read after, on any
+            # broker (ksteward.protocol.read_your_writes).
+            committed = self.node.image.offset
         return encode_response(key, request.api_version, request.correlation_id, response, metadata_offset=committed)
 
     async def _applied(self, offset: int) -> bool:
@@ -270,3 +289,36 @@ class Connection:
         )
         completion = await forward(client)
         return completion.frame()
+
+    async def _forward_config_alter(
+        self, forward: Forward, ctx: RequestContext, request: Request
+    ) -> tuple[Any, int | None] | None:
+        """AlterConfigs / IncrementalAlterConfigs on a broker-only node (Kafka's ``KafkaApis``): this node's
+        preprocess, then only the resources it left go to the controller, in a new body under the client's header;
+        the answer has one entry per original resource, in order, with the controller's committed offset when it
+        gave one. None: close the connection (the controller refused the version)."""
+        incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
+        preprocessed = preprocess_alter(self.node, ctx, request.body, incremental=incremental)
+        remaining = remaining_request(request.body, preprocessed)
+        forwarded, offset = None, None
+        if remaining is not None:
+            payload = forwarded_payload(
+                request.api_key, request.api_version, request.correlation_id, request.client_id, remaining
+            )
+            client = ClientRequest(
+                payload=payload,
+                api_key=request.api_key,
+                api_version=request.api_version,
+                correlation_id=request.correlation_id,
+                body=remaining,
+                principal=self.protocol.principal,
+                client_host=self.client_host,
+            )
+            completion = await forward(client)
+            if completion.outcome is Outcome.CLOSE_CONNECTION:
+                return None
+            forwarded = completion.response
+            if completion.response_data is not None:
+                offset = response_offset(completion.response_data)
+        response = reassemble(request.api_key, request.api_version, request.body, preprocessed, forwarded)
+        return response, offset

@@ -5,10 +5,13 @@
 Each line is recognised on its own, so one file may mix formats:
 
 - ``ksteward``: ksteward's CloudEvents lines (``ksteward.authorizer.AuditLogWriter``); ``rule``, ``acl_id``
-  (``data.ksteward.acl.id``) and ``image_offset`` (``data.ksteward.imageOffset``; -1, "unknown", becomes null)
-  come from ``data.ksteward``.
+  (``data.ksteward.acl.id``), ``image_offset`` (``data.ksteward.imageOffset``; -1, "unknown", becomes null),
+  ``forwarded_by_principal`` and ``forwarded_by_host`` (``data.ksteward.forwardedBy``: the broker that
+  forwarded the request in an Envelope, KIP-590; null for a direct request) come from ``data.ksteward``.
+  ``principal`` and ``host`` are the client's in both cases (``authenticationInfo``, ``requestMetadata``), so
+  every job counts a forwarded decision as the client's.
 - ``confluent``: Confluent Platform's audit events, the same JSON without ``data.ksteward``. ``rule``,
-  ``acl_id`` and ``image_offset`` are null. Events of another ``type`` than
+  ``acl_id``, ``image_offset`` and the ``forwarded_by_*`` columns are null. Events of another ``type`` than
   ``io.confluent.kafka.server/authorization`` are rejected (the reason says which type).
 - ``kafka_authorizer_log``: Kafka's ``kafka.authorizer.logger`` log4j lines. Both texts are read: the KRaft
   ``StandardAuthorizer`` (3.x/4.x), ``... is Denied operation = READ from host = 10.0.0.1 on resource =
@@ -85,7 +88,8 @@ _JSON_SCHEMA = (
     "authenticationInfo: struct<principal: string>, "
     "authorizationInfo: struct<granted: boolean, operation: string, resourceType: string, resourceName: string>, "
     "requestMetadata: struct<clientAddress: string>, "
-    "ksteward: struct<rule: string, imageOffset: long, acl: struct<id: string>>>, _corrupt: string>"
+    "ksteward: struct<rule: string, imageOffset: long, acl: struct<id: string>, "
+    "forwardedBy: struct<principal: string, clientAddress: string>>>, _corrupt: string>"
 )
 
 # Required JSON fields, in the order a reject names the first missing one.
@@ -226,6 +230,8 @@ def _parse(lines: DataFrame) -> DataFrame:
         "acl_id": F.when(~k, ks.acl.id),
         "image_offset": F.when(~k, image_offset),
         "method": F.when(k, F.concat(F.lit("kafka."), group(11))).otherwise(F.col("j.data.methodName")),
+        "forwarded_by_principal": F.when(~k, ks.forwardedBy.principal),
+        "forwarded_by_host": F.when(~k, ks.forwardedBy.clientAddress),
         "source_format": F.when(k, F.lit("kafka_authorizer_log"))
         .when(ks.isNotNull(), F.lit("ksteward"))
         .otherwise(F.lit("confluent")),
