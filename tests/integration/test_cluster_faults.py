@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import os
 import random
 import threading
@@ -20,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from clients import Auth, confluent_admin
-from cluster_helpers import create_topic_acl, topic_config, topic_partitions
+from cluster_helpers import ANY_TOPIC_ACL, create_topic_acl, topic_config, topic_partitions
 from harness import Cluster, ClusterNode, wait_for
 from rawkafka import connect
 
 from ksteward.metadata.batch import Batch
+from ksteward.metadata.loader import load
 from ksteward.metadata.log_files import UnreadableBatch, file_batches, log_files
 from ksteward.metadata.records import AccessControlEntryRecord, ConfigRecord, TopicRecord, decode_record
 from ksteward.protocol.apis import ApiKey
@@ -279,3 +281,166 @@ def test_a_controller_killed_under_forwarded_mutations_applies_each_at_most_once
             assert_converges(broker, lambda b=broker: broker_state(b, list(expected[2])), expected)
     finally:
         cluster.kill()
+
+
+# --- 2. a broker stopped during 10,000 ACL changes catches up by snapshot; a reader sees whole prefixes -----
+
+ACL_REQUESTS = 100  # 90 CreateAcls of 100 bindings, and 10 DeleteAcls each removing 100: 10,000 changes
+ACLS_PER_REQUEST = 100
+READ_PHASE = 20  # the last requests, sent while a reader polls the restarted broker
+# The controller snapshots every ~4 requests and, with one batch per segment, drops the segments a snapshot
+# covers: its log start passes a stopped broker's end, which must then fetch a snapshot (docs/raft.md).
+SNAPSHOTTING = {"metadata.log.max.record.bytes.between.snapshots": "32768", "metadata.log.segment.bytes": "1024"}
+
+AclEntry = tuple[str, str]  # (resource name, principal): every other field is the same for all
+
+
+def change_request(j: int) -> tuple[int, dict[str, Any]]:
+    """Request ``j``: DeleteAcls of the resource created five requests before, every tenth; else CreateAcls
+    of ACLS_PER_REQUEST bindings on its own resource ``r<j>``."""
+    if j % 10 == 9:
+        filter_ = {"resource_type_filter": 2, "resource_name_filter": f"r{j - 5}", "pattern_type_filter": 3,
+                   "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+        return ApiKey.DELETE_ACLS, {"filters": [filter_]}
+    creations = [{"resource_type": 2, "resource_name": f"r{j}", "resource_pattern_type": 3, "principal": f"User:p{i}",
+                  "host": "*", "operation": 3, "permission_type": 3} for i in range(ACLS_PER_REQUEST)]  # fmt: skip
+    return ApiKey.CREATE_ACLS, {"creations": creations}
+
+
+def prefix_names() -> list[frozenset[str]]:
+    """names[k]: the resources holding ACLs after the first k requests (S_k); every request changes it."""
+    names: list[frozenset[str]] = [frozenset()]
+    for j in range(ACL_REQUESTS):
+        current = set(names[-1])
+        current.symmetric_difference_update({f"r{j - 5}" if j % 10 == 9 else f"r{j}"})
+        names.append(frozenset(current))
+    return names
+
+
+def entries(names: frozenset[str]) -> set[AclEntry]:
+    return {(name, f"User:p{i}") for name in names for i in range(ACLS_PER_REQUEST)}
+
+
+def send_change(conn: Any, j: int) -> None:
+    api_key, body = change_request(j)
+    response = conn.request(api_key, 3, body).body
+    results = response.results if api_key == ApiKey.CREATE_ACLS else response.filter_results
+    assert {int(r.error_code) for r in results} == {0}, f"request {j}: {response}"
+    if api_key == ApiKey.DELETE_ACLS:
+        assert len(results[0].matching_acls) == ACLS_PER_REQUEST, f"request {j} deleted {results[0]}"
+
+
+def described_acls(conn: Any) -> set[AclEntry]:
+    body = conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY_TOPIC_ACL).body
+    assert int(body.error_code) == 0, body
+    seen = set()
+    for resource in body.resources:
+        for acl in resource.acls:
+            assert (int(resource.pattern_type), acl.host, int(acl.operation), int(acl.permission_type)) == (
+                3,
+                "*",
+                3,
+                3,
+            )
+            seen.add((resource.resource_name, acl.principal))
+    return seen
+
+
+class PrefixReader:
+    """Polls DescribeAcls on one broker; each answer must be S_k for some k, with k never decreasing."""
+
+    def __init__(self, node: ClusterNode, names: list[frozenset[str]]) -> None:
+        self.node = node
+        self.by_names = {n: k for k, n in enumerate(names)}
+        self.observed: list[int] = []
+        self.violation = ""
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            with connect(self.node.address, timeout=30.0) as conn:
+                while not self.stop.is_set() and not self.violation:
+                    self._check(described_acls(conn))
+        except Exception as exc:  # reported by finish(), and ends the writer's wait for the next poll
+            self.violation = f"the reader failed: {exc!r}"
+
+    def _check(self, seen: set[AclEntry]) -> None:
+        names = frozenset(name for name, _ in seen)
+        k = self.by_names.get(names)
+        if k is None or seen != entries(names):
+            partial = sorted(n for n in names if sum(1 for m, _ in seen if m == n) != ACLS_PER_REQUEST)
+            self.violation = f"not the set after any whole prefix: resources {sorted(names)}, partial {partial}"
+        elif self.observed and k < self.observed[-1]:
+            self.violation = f"went back from S_{self.observed[-1]} to S_{k}"
+        else:
+            self.observed.append(k)
+
+    def polls(self) -> int:
+        return len(self.observed) + (1 if self.violation else 0)
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(60.0)
+        assert not self.thread.is_alive(), "the DescribeAcls reader is stuck"
+        assert not self.violation, self.violation
+
+
+def restart_in_background(node: ClusterNode) -> threading.Event:
+    """Start ``node`` again; the returned event is set once it serves clients (after it caught up)."""
+    ready = threading.Event()
+
+    def start() -> None:
+        node.spawn()
+        node.wait_ready(60.0)
+        ready.set()
+
+    threading.Thread(target=start, daemon=True).start()
+    return ready
+
+
+def run_acl_changes(cluster: Cluster, reader: PrefixReader, kill_at: int, restart_at: int) -> None:
+    """Send every change through the second broker; kill -9 the first before request ``kill_at`` and start
+    it before ``restart_at``. The last READ_PHASE requests wait for the reader to answer once more before
+    each, so the reads on the restarted broker really interleave with the changes."""
+    stopped, writer = cluster.brokers
+    ready = threading.Event()
+    with connect(writer.address, timeout=60.0) as conn:
+        for j in range(ACL_REQUESTS):
+            if j == kill_at:
+                stopped.kill()
+            elif j == restart_at:
+                ready = restart_in_background(stopped)
+            elif j == ACL_REQUESTS - READ_PHASE:
+                wait_for(ready.is_set, 60.0, "the restarted broker to open its client listener")
+                reader.thread.start()
+            if j >= ACL_REQUESTS - READ_PHASE:
+                polls = reader.polls()
+                wait_for(lambda p=polls: reader.polls() > p, 60.0, "the reader's next DescribeAcls answer")
+            send_change(conn, j)
+
+
+def test_a_broker_stopped_during_10000_acl_changes_catches_up_by_snapshot(tmp_path: Path) -> None:
+    rng = fault_rng("broker stop")
+    kill_at, restart_at = rng.randint(2, 10), rng.randint(55, ACL_REQUESTS - READ_PHASE - 5)
+    print(f"kill -9 the first broker before request {kill_at}, restart it before request {restart_at}")
+    names = prefix_names()
+    cluster = Cluster(tmp_path, overrides=SNAPSHOTTING).start()
+    stopped = cluster.brokers[0]
+    reader = PrefixReader(stopped, names)
+    try:
+        run_acl_changes(cluster, reader, kill_at, restart_at)
+        wait_for(lambda: reader.violation or reader.observed[-1] == ACL_REQUESTS, 60.0, "the reader to see S_100")
+        reader.finish()
+        image, log = load(cluster.controller.data_dir, logging.getLogger("test"), read_only=True)
+        log.close()
+        controller = {(b.resource_name, b.principal) for b in image.acls.by_binding}
+        assert controller == entries(names[-1])
+        with connect(stopped.address) as conn:
+            assert described_acls(conn) == controller
+    finally:
+        reader.stop.set()
+        cluster.kill()
+    print(f"the reader saw S_k for k in {sorted(set(reader.observed))}")
+    assert "installed metadata snapshot" in stopped.run_log(), "the restarted broker did not fetch a snapshot"
+    assert len(set(reader.observed)) > 1, "the reader saw no change happen"
