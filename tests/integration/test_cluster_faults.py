@@ -181,9 +181,10 @@ def kill_and_restart_the_controller(cluster: Cluster, rng: random.Random, cycle:
 
         wait_for(kill_point, 60.0, f"{kill_after} acknowledged calls")
         cluster.controller.kill()
-        # Keep it down until a client gave up on a call: its request is still queued on a broker and may be
-        # applied after the restart, unacknowledged.
-        wait_for(lambda: stream.count(lambda c: c.outcome == "timeout"), 30.0, "a client call to time out")
+        killed = time.monotonic()
+        # Keep it down until a call sent after the kill has ended: with no controller, only by its client giving
+        # up, while its request stays queued on a broker and may be applied after the restart, unacknowledged.
+        wait_for(lambda: stream.count(lambda c: c.started > killed and c.outcome), 30.0, "a call sent after the kill")
         cluster.controller.spawn()
         cluster.controller.wait_ready()
         restarted = time.monotonic()
