@@ -84,8 +84,8 @@ def owned_topic(thread: int) -> str:
 
 
 class MutationStream:
-    """STREAM_THREADS client threads (confluent-kafka AdminClient), each pinned to one broker so that its
-    config SETs on its own topic reach the controller in order (one broker forwards FIFO)."""
+    """STREAM_THREADS client threads (confluent-kafka AdminClient), each with its own broker and its own topic
+    for config SETs. Values are unique, so each record in the log names the one call that made it."""
 
     def __init__(self, brokers: list[ClusterNode], cycle: int) -> None:
         self.brokers = brokers
@@ -249,10 +249,6 @@ def assert_each_mutation_applied_at_most_once(calls: list[Call], records: list[A
         else:
             assert times <= 1, f"unacknowledged, applied {times} times: {call}"
         tally[f"{call.outcome}/{'applied' if times else 'not applied'}"] += 1
-    # A thread's SETs go through one broker, which forwards in order: its topic's values only ever grow.
-    for topic in {r.resource_name for r in records if isinstance(r, ConfigRecord) and r.name == "retention.ms"}:
-        values = [int(r.value) for r in records if isinstance(r, ConfigRecord) and r.resource_name == topic]
-        assert values == sorted(values), f"{topic}: config SETs applied out of order: {values}"
     return tally
 
 
