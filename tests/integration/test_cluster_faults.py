@@ -13,6 +13,7 @@ import itertools
 import logging
 import os
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -69,14 +70,14 @@ class Call:
     thread: int
     kind: str  # "acl" (CreateAcls of one binding), "topic" (CreateTopics), "config" (IncrementalAlterConfigs SET)
     key: str  # the binding's resource name, the topic name, or the config value set
-    broker: str
+    bootstrap: str  # the broker the client bootstrapped from; librdkafka may route a call to the other
     started: float
     outcome: str | None = None  # "ack", "error" or "timeout"; None while the call runs
     error: str = ""
 
     def __str__(self) -> str:
         state = self.outcome or f"still running after {time.monotonic() - self.started:.0f}s"
-        return f"thread {self.thread} {self.kind} {self.key} via {self.broker}: {state} {self.error}"
+        return f"thread {self.thread} {self.kind} {self.key} (client of {self.bootstrap}): {state} {self.error}"
 
 
 def owned_topic(thread: int) -> str:
@@ -453,5 +454,9 @@ def test_a_broker_stopped_during_10000_acl_changes_catches_up_by_snapshot(tmp_pa
         reader.stop.set()
         cluster.kill()
     print(f"the reader saw S_k for k in {sorted(set(reader.observed))}")
+    resumed = re.search(r"resuming the metadata log at offset (\d+)", stopped.run_log())
+    assert resumed, "the restarted broker did not say where its log ended"
+    segments = [p for p in log_files(cluster.controller.data_dir) if p.suffix == ".log"]
+    assert int(segments[0].stem) > int(resumed[1]), "the controller's log still reaches back to the broker's end"
     assert "installed metadata snapshot" in stopped.run_log(), "the restarted broker did not fetch a snapshot"
     assert len(set(reader.observed)) > 1, "the reader saw no change happen"
