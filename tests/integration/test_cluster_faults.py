@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from clients import Auth, confluent_admin
+from acl_clients import KafkaPython
+from clients import Auth, confluent_admin, kafka_python_admin
 from cluster_helpers import ANY_TOPIC_ACL, create_topic_acl, topic_config, topic_partitions
 from harness import Cluster, ClusterNode, wait_for
 from rawkafka import connect
@@ -71,13 +72,14 @@ class Call:
     kind: str  # "acl" (CreateAcls of one binding), "topic" (CreateTopics), "config" (IncrementalAlterConfigs SET)
     key: str  # the binding's resource name, the topic name, or the config value set
     bootstrap: str  # the broker the client bootstrapped from; librdkafka may route a call to the other
+    client: str
     started: float
     outcome: str | None = None  # "ack", "error" or "timeout"; None while the call runs
     error: str = ""
 
     def __str__(self) -> str:
         state = self.outcome or f"still running after {time.monotonic() - self.started:.0f}s"
-        return f"thread {self.thread} {self.kind} {self.key} (client of {self.bootstrap}): {state} {self.error}"
+        return f"thread {self.thread} {self.kind} {self.key} ({self.client} of {self.bootstrap}): {state} {self.error}"
 
 
 def owned_topic(thread: int) -> str:
@@ -85,8 +87,9 @@ def owned_topic(thread: int) -> str:
 
 
 class MutationStream:
-    """STREAM_THREADS client threads (confluent-kafka AdminClient), each bootstrapped from one broker and with
-    its own topic for config SETs. Values are unique, so each record in the log names the call that made it."""
+    """STREAM_THREADS client threads (confluent-kafka AdminClient; kafka-python for the ACLs of odd threads),
+    each bootstrapped from one broker and with its own topic for config SETs. Values are unique, so each
+    record in the log names the call that made it."""
 
     def __init__(self, brokers: list[ClusterNode], cycle: int) -> None:
         self.brokers = brokers
@@ -121,16 +124,29 @@ class MutationStream:
     def _run(self, thread: int) -> None:
         broker = self.brokers[thread % len(self.brokers)]
         admin = confluent_admin(broker.bootstrap, Auth())
+        # Odd threads create their ACLs with kafka-python (request timeout 5 s, no retries, least loaded broker).
+        acl_admin = kafka_python_admin(broker.bootstrap, Auth()) if thread % 2 else None
+        try:
+            self._stream(thread, broker, admin, acl_admin)
+        finally:
+            if acl_admin is not None:
+                acl_admin.close()
+
+    def _stream(self, thread: int, broker: ClusterNode, admin: Any, acl_admin: Any) -> None:
         for n in itertools.count():
             if self.stop.is_set():
                 return
             kind = ("acl", "topic", "config")[n % 3]
             value = 86_400_000 + self.cycle * 1_000_000 + n * STREAM_THREADS + thread  # unique in the test
             key = f"c{self.cycle}-t{thread}-{n}" if kind != "config" else str(value)
-            call = Call(thread, kind, key, broker.name, time.monotonic())
+            client = "kafka-python" if kind == "acl" and acl_admin is not None else "confluent-kafka"
+            call = Call(thread, kind, key, broker.name, client, time.monotonic())
             with self.lock:
                 self.calls.append(call)
-            outcome, error = self._send(admin, thread, kind, key)
+            if client == "kafka-python":
+                outcome, error = self._create_acl_with_kafka_python(acl_admin, key)
+            else:
+                outcome, error = self._send(admin, thread, kind, key)
             with self.lock:
                 call.outcome, call.error = outcome, error
 
@@ -165,6 +181,19 @@ class MutationStream:
             err = exc.args[0]
             timed_out = err.code() in (KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT)
             return ("timeout" if timed_out else "error"), err.name()
+        return "ack", ""
+
+    @staticmethod
+    def _create_acl_with_kafka_python(admin: Any, key: str) -> tuple[str, str]:
+        from kafka.errors import KafkaError
+
+        try:
+            result = admin.create_acls([KafkaPython._acl(("TOPIC", key, "LITERAL", PRINCIPAL, "*", "READ", "ALLOW"))])
+        except KafkaError as exc:
+            name = type(exc).__name__
+            return ("timeout" if "Timeout" in name or "TimedOut" in name else "error"), name
+        if result["failed"]:
+            return "error", repr(result["failed"][0])
         return "ack", ""
 
 
@@ -287,6 +316,7 @@ def test_a_controller_killed_under_forwarded_mutations_applies_each_at_most_once
         records = segment_records(cluster.controller)
         tally = assert_each_mutation_applied_at_most_once(calls, records)
         print(f"{len(calls)} calls over {FAULT_CYCLES} cycle(s): {dict(tally)}")
+        print(f"by client and outcome: {dict(Counter((c.client, c.kind, c.outcome) for c in calls))}")
         assert sum(n for outcome, n in tally.items() if outcome.startswith("timeout/")) > 0
         expected = cluster_state_from_log(records, owned)
         for broker in cluster.brokers:
