@@ -3,6 +3,7 @@
 - ``server_factory``: make servers in the test's ``tmp_path`` (not started); all killed at teardown.
 - ``plaintext_server`` / ``sasl_server``: one running server per test module (the shipped
   ``config/server.properties`` and ``config/sasl.properties``), for tests that do not change it.
+- ``cluster``: a started ``harness.Cluster`` (one controller, two brokers) in the test's ``tmp_path``.
 
 When a test fails, the tail of every server log it touched is attached to the report.
 """
@@ -14,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-from harness import LIVE, KstewardServer, ServerFactory, kill_all
+from harness import LIVE, Cluster, KstewardServer, ServerFactory, kill_all
 
 atexit.register(kill_all)  # last resort: never leave a server behind, even if pytest is interrupted
 
@@ -85,6 +86,15 @@ def sasl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KstewardSe
         yield server.start()
     finally:
         server.kill()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    made = Cluster(tmp_path)
+    try:
+        yield made.start()
+    finally:
+        made.kill()
 
 
 @pytest.fixture(autouse=True)

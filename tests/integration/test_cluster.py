@@ -8,13 +8,13 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acl_clients import Confluent, Filter
 from clients import Auth, cluster_views, confluent_admin, kafka_python_admin
+from cluster_helpers import acl_names, create_topic_acl, metadata_brokers, topic_config, topic_partitions
 from harness import Cluster, ClusterNode, wait_for
 from kio.static.primitive import i8, i64
 from rawkafka import connect, metadata_body
@@ -94,48 +94,6 @@ def test_a_controller_listing_voters_must_be_one() -> None:
 # --- a running cluster -----------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    made = Cluster(tmp_path)
-    try:
-        yield made.start()
-    finally:
-        made.kill()
-
-
-def metadata_brokers(node: ClusterNode) -> set[int]:
-    with connect(node.address) as conn:
-        body = conn.request(ApiKey.METADATA, 12, metadata_body(12, [])).body
-    return {int(b.node_id) for b in body.brokers}
-
-
-def acl_names(node: ClusterNode) -> set[str]:
-    """The names of the TOPIC ACLs the node's DescribeAcls returns."""
-    with connect(node.address) as conn:
-        body = conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY_TOPIC_ACL).body
-    assert int(body.error_code) == 0, body
-    return {r.resource_name for r in body.resources}
-
-
-ANY_TOPIC_ACL = {
-    "resource_type_filter": 2,  # TOPIC
-    "resource_name_filter": None,
-    "pattern_type_filter": 1,  # ANY
-    "principal_filter": None,
-    "host_filter": None,
-    "operation": 1,  # ANY
-    "permission_type": 1,  # ANY
-}
-
-
-def create_topic_acl(node: ClusterNode, topic: str) -> None:
-    creation = {"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3, "principal": "User:alice",
-                "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
-    with connect(node.address) as conn:
-        body = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
-    assert [int(r.error_code) for r in body.results] == [0], body
-
-
 def test_a_mutation_on_the_controller_reaches_both_brokers(cluster: Cluster) -> None:
     create_topic_acl(cluster.controller, "direct")  # KIP-919: straight to the controller listener
     for broker in cluster.brokers:
@@ -182,21 +140,6 @@ def test_sigterm_shuts_a_broker_down_through_the_controller(cluster: Cluster) ->
 
 
 # --- forwarding: every mutation kind sent to one broker is applied once and seen from the other -------------
-
-
-def topic_partitions(node: ClusterNode) -> dict[str, int]:
-    admin = confluent_admin(node.bootstrap, Auth())
-    metadata = admin.list_topics(timeout=10)
-    return {name: len(t.partitions) for name, t in metadata.topics.items()}
-
-
-def topic_config(node: ClusterNode, topic: str, key: str) -> str | None:
-    from confluent_kafka.admin import ConfigResource, ResourceType
-
-    resource = ConfigResource(ResourceType.TOPIC, topic)
-    admin = confluent_admin(node.bootstrap, Auth())
-    entries = admin.describe_configs([resource])[resource].result(10)
-    return entries[key].value if key in entries else None
 
 
 def test_topic_mutations_through_either_broker(cluster: Cluster) -> None:
