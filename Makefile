@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 JSSTAMP  := tests/js/node_modules/.installed
 
-.PHONY: run cluster test lint typecheck check bench clean venv dev
+.PHONY: run cluster test test-slow lint typecheck check bench clean venv dev
 
 $(PY):
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "ksteward needs Python 3.11 or later"'
@@ -38,6 +38,11 @@ cluster: $(STAMP)
 
 test: dev
 	$(PY) -m pytest -q
+
+# The long fault runs: every kill-and-restart test 20 times at seeded random points (docs/testing.md).
+test-slow: dev
+	KSTEWARD_FAULT_CYCLES=20 $(PY) -m pytest -q -s tests/integration/test_crash_safety.py \
+		tests/integration/test_cluster_faults.py
 
 LINT_DIRS := $(wildcard src tests bench)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import re
 import shutil
 import signal
@@ -72,6 +73,19 @@ def wait_for(condition: Callable[[], object], timeout: float, what: str, interva
         if time.monotonic() >= deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)  # a pause between polls of a condition, not synchronisation
+
+
+# --- fault tests: how many kill cycles, and where (`make test-slow` raises the count) -----------------------
+
+#: Kill-and-restart cycles per fault test: 1 in ``make test``; ``make test-slow`` sets KSTEWARD_FAULT_CYCLES=20.
+FAULT_CYCLES = int(os.environ.get("KSTEWARD_FAULT_CYCLES", "1"))
+
+
+def fault_rng(name: str) -> random.Random:
+    """A seeded RNG for kill points; the seed is printed so a failing run replays with KSTEWARD_FAULT_SEED=N."""
+    seed = int(os.environ.get("KSTEWARD_FAULT_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"{name}: KSTEWARD_FAULT_SEED={seed}")
+    return random.Random(seed)
 
 
 def read_meta_properties(directory: Path) -> dict[str, str]:

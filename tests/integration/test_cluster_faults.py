@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-import os
 import random
 import re
 import threading
@@ -24,7 +23,7 @@ from typing import Any
 from acl_clients import KafkaPython
 from clients import Auth, confluent_admin, kafka_python_admin
 from cluster_helpers import ANY_TOPIC_ACL, create_topic_acl, topic_config, topic_partitions
-from harness import Cluster, ClusterNode, wait_for
+from harness import FAULT_CYCLES, Cluster, ClusterNode, fault_rng, wait_for
 from rawkafka import connect
 
 from ksteward.metadata.batch import Batch
@@ -33,17 +32,9 @@ from ksteward.metadata.log_files import UnreadableBatch, file_batches, log_files
 from ksteward.metadata.records import AccessControlEntryRecord, ConfigRecord, TopicRecord, decode_record
 from ksteward.protocol.apis import ApiKey
 
-FAULT_CYCLES = int(os.environ.get("KSTEWARD_FAULT_CYCLES", "1"))
 CLIENT_TIMEOUT_S = 3.0  # each client call's request timeout; the broker itself retries for 60 s
 STREAM_THREADS = 4  # thread t bootstraps from broker t % 2
 PRINCIPAL = "User:fault"
-
-
-def fault_rng(name: str) -> random.Random:
-    """A seeded RNG; the seed is printed so a failing run can be replayed with KSTEWARD_FAULT_SEED."""
-    seed = int(os.environ.get("KSTEWARD_FAULT_SEED") or random.SystemRandom().randrange(2**32))
-    print(f"{name}: KSTEWARD_FAULT_SEED={seed}")
-    return random.Random(seed)
 
 
 # --- the controller's durable log, read with ksteward's own readers ---------------------------------------

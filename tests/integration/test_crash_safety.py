@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from harness import KstewardServer
+from harness import FAULT_CYCLES, KstewardServer, fault_rng
 from rawkafka import ConnectionClosed, RawConnection, connect
 
 from ksteward.protocol.apis import ApiKey
@@ -55,12 +55,13 @@ def _assert_whole_batches(users: set[str]) -> None:
     assert not halves, f"half-applied batches after recovery: {halves}"
 
 
-def _write_until_killed(server: KstewardServer, acked_before_kill: int) -> set[int]:
-    """Run WRITERS connections of pair upserts; SIGKILL the server once enough were acknowledged."""
+def _write_until_killed(server: KstewardServer, acked_before_kill: int, first: int = 0) -> set[int]:
+    """Run WRITERS connections of pair upserts numbered from ``first``; SIGKILL the server once enough were
+    acknowledged."""
     acked: set[int] = set()
     lock = threading.Lock()
     enough = threading.Event()
-    counter = iter(range(1_000_000))
+    counter = iter(range(first, first + 1_000_000))
 
     def writer() -> None:
         try:
@@ -87,14 +88,19 @@ def _write_until_killed(server: KstewardServer, acked_before_kill: int) -> set[i
 
 
 def test_kill_minus_9_loses_no_acknowledged_change(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """SIGKILL with writes in flight, after a random number of acknowledgements (a seeded RNG), FAULT_CYCLES
+    times on the same data directory (``make test-slow`` runs 20)."""
+    rng = fault_rng("kill -9 under writes")
     server = server_factory().start()
-    acked = _write_until_killed(server, acked_before_kill=300)
-    server.start()
-    users = _users(server)
-    present = _pairs(users)
-    missing = sorted(n for n in acked if n not in present)
-    assert not missing, f"acknowledged but lost after kill -9: {missing[:20]}"
-    _assert_whole_batches(users)
+    acked: set[int] = set()
+    for cycle in range(FAULT_CYCLES):  # each cycle numbers its writes apart from the others'
+        acked |= _write_until_killed(server, acked_before_kill=rng.randrange(50, 500), first=cycle * 1_000_000)
+        server.start()
+        users = _users(server)
+        present = _pairs(users)
+        missing = sorted(n for n in acked if n not in present)
+        assert not missing, f"acknowledged but lost after kill -9: {missing[:20]}"
+        _assert_whole_batches(users)
     server.stop()
 
 
