@@ -34,8 +34,9 @@ from typing import Any
 
 from bench._harness.cluster import broker_node, combined_node, controller_node, new_cluster_id
 from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, round_counts, split
+from bench._harness.profile import NOT_A_MEASUREMENT, profile_text
 from bench._harness.report import table, warn
-from bench._harness.runner import Benchmark, parser
+from bench._harness.runner import Benchmark, add_profile_flags, parser
 from bench._harness.server import ServerProcess
 from bench._harness.wire import FrameClient, decode_response, encode_request
 from ksteward.protocol.apis import ApiKey
@@ -255,6 +256,42 @@ def ratio_row(label: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+# --- --profile: where the forwarded path's time goes --------------------------------------------------------
+
+
+async def profile_forwarding(p: Params, workdir: Path, lines: int) -> None:
+    """Not a measurement: the broker and the controller run under ``python -m cProfile`` (their event loop is
+    the main thread); ``p.latency_requests`` of each API go through the broker on one connection, then both
+    stop (SIGTERM: cProfile writes its file) and the top of each profile is printed."""
+    cluster_id = new_cluster_id()
+    controller = controller_node(workdir, "controller", cluster_id)
+    broker = broker_node(workdir, "broker", cluster_id, controller, node_id=2)
+    for server in (controller, broker):
+        server.python_args = ("-m", "cProfile", "-o", str(workdir / f"{server.name}.prof"))
+    route = Route("forwarded", broker, controller)
+    try:
+        await controller.start(timeout=120)
+        await broker.start(timeout=120)
+        await create_topic(broker.port)
+        results = []
+        for api in APIS:
+            seq = Sequencer()
+            await run_cell(route, api, seq, p.warmup, 1, 60)
+            results.append((api.label, await run_cell(route, api, seq, p.latency_requests, 1, 120)))
+        await broker.stop()
+        await controller.stop()
+    finally:
+        broker.kill()
+        controller.kill()
+    print(NOT_A_MEASUREMENT)
+    for label, result in results:
+        print(f"{label}: {result.ok:,} ok of {result.requests:,}, {result.rate:,.0f}/s under cProfile")
+    for server in (broker, controller):
+        print(f"\n== PROFILE: {server.name} (main thread, the whole run: start-up, warm-up, "
+              f"{len(APIS)} x {p.latency_requests} requests)")  # fmt: skip
+        print(profile_text(workdir / f"{server.name}.prof", lines))
+
+
 BENCHMARK = Benchmark("forwarding", "forwarding")
 
 
@@ -266,12 +303,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--connections", type=int, default=8, help="connections of the throughput cells (default 8)")
     add("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
     add("--cell-seconds", type=float, default=180.0, help="time budget per cell, all rounds (default 180)")
+    add_profile_flags(out, "the broker and the controller while requests are forwarded")
     return out.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     p = Params.from_args(args)
+    if args.profile:
+        return BENCHMARK.profile(p.quick, lambda workdir: profile_forwarding(p, workdir, args.profile_lines))
     return BENCHMARK.main(args, p, {"forwarding": section_forwarding})
 
 

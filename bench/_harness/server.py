@@ -58,6 +58,7 @@ class ServerProcess:
         self.sasl = sasl
         self.advertise_port = advertise_port
         self.watch = watch
+        self.python_args: tuple[str, ...] = ()  # before ``-m ksteward.cli.main`` (``--profile``: cProfile)
         self.seen: dict[str, float] = {}  # each ``watch`` text: seconds from spawn to its first log line
         self.proc: asyncio.subprocess.Process | None = None
         self.spawned_at = 0.0
@@ -77,7 +78,7 @@ class ServerProcess:
             **self.extra,
         }
         config = SASL_CONFIG if self.sasl else CONFIG_FILE
-        cmd = [sys.executable, "-m", "ksteward.cli.main", "serve", "--config", str(config)]
+        cmd = [sys.executable, *self.python_args, "-m", "ksteward.cli.main", "serve", "--config", str(config)]
         for key, value in overrides.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
