@@ -191,7 +191,8 @@ CELL_COLUMNS = [
 RATIO_COLUMNS = [
     ("api", "api"), ("direct p50 ms", "direct_p50_ms"), ("fwd p50 ms", "forwarded_p50_ms"),
     ("p50 fwd/direct", "p50_ratio"), ("p50 added ms", "p50_added_ms"),
-    ("added / ApiVersions p50", "p50_added_in_round_trips"), ("direct p99 ms", "direct_p99_ms"),
+    ("added / ApiVersions p50", "p50_added_in_round_trips"), ("on controller p50 ms", "controller_p50_ms"),
+    ("direct p99 ms", "direct_p99_ms"),
     ("fwd p99 ms", "forwarded_p99_ms"),
     ("p99 fwd/direct", "p99_ratio"), ("direct req/s", "direct_per_s"), ("fwd req/s", "forwarded_per_s"),
     ("req/s fwd/direct", "throughput_ratio"), ("p50 goal <= 1.5x", "goal"),
@@ -204,6 +205,9 @@ async def section_forwarding(p: Params, workdir: Path) -> dict[str, Any]:
     controller = controller_node(workdir, "controller", cluster_id)
     broker = broker_node(workdir, "broker", cluster_id, controller, node_id=2)
     paths = [Route("direct", combined), Route("forwarded", broker, controller)]
+    # Diagnostic, latency only: the same request sent straight to the controller-only node (KIP-919), which
+    # commits as the forwarded path does, with a broker following its log, but without the envelope's hop.
+    on_controller = Route("controller", controller)
     seqs = {api.label: Sequencer() for api in APIS}  # shared by both paths: names and values never repeat
     modes = [("latency", 1, p.latency_requests), ("throughput", p.connections, p.throughput_requests)]
     cells: dict[tuple[str, str, str], list[LoadResult]] = {}
@@ -221,7 +225,8 @@ async def section_forwarding(p: Params, workdir: Path) -> dict[str, Any]:
             for i, api in enumerate(APIS):
                 for mode, conns, total in modes:
                     count = round_counts(total, p.rounds)[r]
-                    for path in paths if (r + i) % 2 == 0 else list(reversed(paths)):
+                    routes = [*paths, on_controller] if mode == "latency" else paths
+                    for path in routes if (r + i) % 2 == 0 else list(reversed(routes)):
                         result = await run_cell(path, api, seqs[api.label], count, conns, budget)
                         cells.setdefault((api.label, mode, path.name), []).append(result)
             count = round_counts(p.latency_requests, p.rounds)[r]
@@ -262,7 +267,7 @@ def ratio_row(label: str, rows: Sequence[dict[str, Any]], round_trip_p50_ms: flo
     def cell(path: str, mode: str) -> dict[str, Any]:
         return next(r for r in rows if r["api"] == label and r["path"] == path and r["mode"] == mode)
 
-    d, f = cell("direct", "latency"), cell("forwarded", "latency")
+    d, f, c = cell("direct", "latency"), cell("forwarded", "latency"), cell("controller", "latency")
     dt, ft = cell("direct", "throughput"), cell("forwarded", "throughput")
     p50 = round(f["p50_ms"] / d["p50_ms"], 2)
     return {
@@ -272,6 +277,7 @@ def ratio_row(label: str, rows: Sequence[dict[str, Any]], round_trip_p50_ms: flo
         "p50_ratio": p50,
         "p50_added_ms": round(f["p50_ms"] - d["p50_ms"], 3),
         "p50_added_in_round_trips": round((f["p50_ms"] - d["p50_ms"]) / round_trip_p50_ms, 1),
+        "controller_p50_ms": c["p50_ms"],
         "direct_p99_ms": d["p99_ms"],
         "forwarded_p99_ms": f["p99_ms"],
         "p99_ratio": round(f["p99_ms"] / d["p99_ms"], 2),
