@@ -1,8 +1,9 @@
 """Forwarding benchmark (KIP-590): mutations sent direct to a combined node, and forwarded in an Envelope by
 a broker-only node to a controller-only node.
 
-    .venv/bin/python -m bench.forwarding            # about 3-5 minutes on 2 cores
-    .venv/bin/python -m bench.forwarding --quick    # smoke test, about a minute
+    .venv/bin/python -m bench.forwarding              # about 2 minutes on 2 cores
+    .venv/bin/python -m bench.forwarding --quick      # smoke test, about 15 seconds
+    .venv/bin/python -m bench.forwarding --profile    # not a measurement: both cluster nodes under cProfile
 
 Three servers run side by side for the whole benchmark: a combined node (``process.roles=broker,controller``,
 the default of ``ksteward serve``) and a cluster of one controller-only node and one broker-only node. All
@@ -13,12 +14,17 @@ metadata record (its reply leaves after the fsync):
 - ``IncrementalAlterConfigs v1``, a SET of ``retention.ms`` on an existing topic, to a value new in every
   request;
 - ``IncrementalAlterConfigs v1``, a SET of the cluster-wide BROKER default ``log.retention.ms`` (resource
-  name ``""``), to a value new in every request.
+  name ``""``), to a value new in every request;
+
+and, as references, the topic SET with ``validate_only`` (forwarded and answered, nothing written) and an
+ApiVersions round trip on the combined node (what one more loopback hop costs on this machine).
 
 Each is sent over the harness's raw wire client (frames encoded with kio before the clock starts) as two
 cells per path: latency, one connection with one request in flight, and throughput, several connections in
-a closed loop. The cells run in interleaved rounds, and the path that goes first alternates, so noise from
-the neighbours lands on both paths. The ratios forwarded / direct of p50, p99 and throughput come from the
+a closed loop. A third path, latency only, sends the same requests straight to the controller-only node
+(KIP-919): it commits as the forwarded path does, with a broker following its log, but without the
+envelope's hop. The cells run in interleaved rounds, and the path that goes first alternates, so noise from
+the neighbours lands on every path. The ratios forwarded / direct of p50, p99 and throughput come from the
 same run. Prints the tables and writes ``bench/results/forwarding.json``; ``bench/README.md`` explains them.
 """
 
@@ -331,7 +337,7 @@ BENCHMARK = Benchmark("forwarding", "forwarding")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    out = parser(__doc__, "forwarding", "smoke test with small counts (about a minute)")
+    out = parser(__doc__, "forwarding", "smoke test with small counts (about 15 seconds)")
     add = out.add_argument
     add("--latency-requests", type=int, help="requests per API and path on 1 connection (default 3000, quick 300)")
     add("--throughput-requests", type=int, help="requests per API and path on --connections (default 6000, quick 800)")
