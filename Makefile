@@ -62,6 +62,8 @@ bench: dev
 	$(PY) -m bench.topics
 	$(PY) -m bench.configs
 	$(PY) -m bench.pipeline
+	$(PY) -m bench.forwarding
+	$(PY) -m bench.catchup
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules

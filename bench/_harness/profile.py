@@ -97,10 +97,10 @@ class InProcessServer:
         self._thread.join(120)
 
 
-def profile_text(profile: cProfile.Profile, lines: int) -> str:
+def profile_text(profile: cProfile.Profile | Path, lines: int) -> str:
     """The top ``lines`` functions by own time and by cumulative time, with shorter paths."""
     out = io.StringIO()
-    stats = pstats.Stats(profile, stream=out)
+    stats = pstats.Stats(str(profile) if isinstance(profile, Path) else profile, stream=out)
     stats.sort_stats("tottime").print_stats(lines)
     stats.sort_stats("cumulative").print_stats(lines)
     text = out.getvalue()

@@ -105,23 +105,24 @@ def machine_facts() -> dict[str, Any]:
 
 
 def git_dirty() -> bool | None:
-    """Whether the working tree differs from HEAD (the run then measured uncommitted code)."""
+    """Whether the working tree differs from HEAD (the run then measured uncommitted code). Result files
+    under ``bench/results/`` do not count: an earlier benchmark of the same session writes them."""
     try:
-        out = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True,
-                             timeout=30, check=True).stdout  # fmt: skip
+        out = subprocess.run(["git", "status", "--porcelain", "--", ".", ":(exclude)bench/results"], cwd=REPO,
+                             capture_output=True, text=True, timeout=30, check=True).stdout  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return bool(out.strip())
 
 
 def git_head() -> str | None:
-    """The commit the run measured, read from ``.git`` without running git."""
-    head = REPO / ".git" / "HEAD"
+    """The commit the run measured (``git rev-parse``, which also reads a worktree's ``.git`` file)."""
     try:
-        ref = head.read_text().strip()
-        return (head.parent / ref[5:]).read_text().strip() if ref.startswith("ref: ") else ref
-    except OSError:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, timeout=30,
+                             check=True).stdout  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
         return None
+    return out.strip() or None
 
 
 def write_document(path: Path, benchmark: str, fields: Mapping[str, Any]) -> dict[str, Any]:

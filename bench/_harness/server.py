@@ -30,9 +30,10 @@ class ServerProcess:
 
     The process is started directly (``python -m ksteward.cli.main``), so its pid is the server's
     and ``/proc/<pid>`` describes the server itself. Its stderr is drained into ``log_path`` by a
-    task that also notices the ``is serving on`` line. ``sasl`` runs ``config/sasl.properties`` on a
-    SASL_PLAINTEXT listener; ``advertise_port`` makes the node advertise another port (a counting
-    proxy's), so that clients which follow the Metadata answer keep going through the proxy.
+    task that also notices the ``is serving on`` line, and when each ``watch`` text first appears
+    (``seen``). ``sasl`` runs ``config/sasl.properties`` on a SASL_PLAINTEXT listener;
+    ``advertise_port`` makes the node advertise another port (a counting proxy's), so that clients
+    which follow the Metadata answer keep going through the proxy.
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class ServerProcess:
         overrides: Mapping[str, str] | None = None,
         sasl: bool = False,
         advertise_port: int | None = None,
+        watch: tuple[str, ...] = (),
     ) -> None:
         self.name = name
         self.workdir = workdir
@@ -55,6 +57,9 @@ class ServerProcess:
         self.extra = dict(overrides or {})
         self.sasl = sasl
         self.advertise_port = advertise_port
+        self.watch = watch
+        self.python_args: tuple[str, ...] = ()  # before ``-m ksteward.cli.main`` (``--profile``: cProfile)
+        self.seen: dict[str, float] = {}  # each ``watch`` text: seconds from spawn to its first log line
         self.proc: asyncio.subprocess.Process | None = None
         self.spawned_at = 0.0
         self._ready = asyncio.Event()
@@ -73,7 +78,7 @@ class ServerProcess:
             **self.extra,
         }
         config = SASL_CONFIG if self.sasl else CONFIG_FILE
-        cmd = [sys.executable, "-m", "ksteward.cli.main", "serve", "--config", str(config)]
+        cmd = [sys.executable, *self.python_args, "-m", "ksteward.cli.main", "serve", "--config", str(config)]
         for key, value in overrides.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
@@ -85,6 +90,7 @@ class ServerProcess:
 
     async def spawn(self) -> None:
         self._ready = asyncio.Event()
+        self.seen = {}
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.spawned_at = time.perf_counter()
         self.proc = await asyncio.create_subprocess_exec(
@@ -110,6 +116,9 @@ class ServerProcess:
                 log.flush()
                 if READY_LINE.encode() in line:
                     self._ready.set()
+                for text in self.watch:
+                    if text not in self.seen and text.encode() in line:
+                        self.seen[text] = time.perf_counter() - self.spawned_at
 
     async def wait_ready(self, timeout: float) -> float:
         """Seconds from spawn until the ``is serving on`` line; ServerError if it exits or times out."""

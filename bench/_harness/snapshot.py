@@ -9,7 +9,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,39 +84,46 @@ async def build_snapshot_dir(
 
     A first start (on ``ports``) creates ``meta.properties``, finalizes metadata.version and
     registers the broker; later starts must use the same ports, or the broker registers again (a
-    new record, and a new snapshot at shutdown). With the server stopped, one NoOpRecord moves the
-    log end past the server's own shutdown snapshot, and ``MetadataLog.write_snapshot`` writes the
-    new snapshot at that end offset (the segments it covers stay).
+    new record, and a new snapshot at shutdown). Then ``append_snapshot`` writes the snapshot.
     """
     server = ServerProcess(workdir, f"{name}-bootstrap", data_dir=workdir / name, ports=ports)
+    await bootstrap(server)
+    return await asyncio.to_thread(append_snapshot, server.data_dir, generated_records(topics, configs, acls))
+
+
+async def bootstrap(server: ServerProcess) -> None:
+    """Start ``server`` on its empty data directory and stop it: it formats the directory and writes what a
+    first start writes (metadata.version, registrations) and a shutdown snapshot."""
     try:
         await server.start()
         await server.stop()
     finally:
         server.kill()
 
-    def write() -> SnapshotBuild:
-        image, metadata_log = load(server.data_dir, log)
-        try:
-            base = list(image.records())  # metadata.version first, then the broker registration
-            epoch = max(metadata_log.last_epoch, 1)
-            now = int(time.time() * 1000)
-            metadata_log.append([encode_record(NoOpRecord())], timestamp_ms=now, leader_epoch=epoch)
-            metadata_log.flush()
-            end_offset = metadata_log.next_offset
-            count = 0
 
-            def values() -> Iterator[bytes]:
-                nonlocal count
-                for record in itertools.chain(base, generated_records(topics, configs, acls)):
-                    count += 1
-                    yield encode_record(record)
+def append_snapshot(data_dir: Path, generated: Iterable[MetadataRecord]) -> SnapshotBuild:
+    """With the server stopped, one NoOpRecord moves the log end past the server's own shutdown snapshot,
+    and ``MetadataLog.write_snapshot`` writes a new snapshot at that end offset: the image's own records
+    (metadata.version first), then ``generated``. The segments it covers stay."""
+    image, metadata_log = load(data_dir, log)
+    try:
+        base = list(image.records())
+        epoch = max(metadata_log.last_epoch, 1)
+        now = int(time.time() * 1000)
+        metadata_log.append([encode_record(NoOpRecord())], timestamp_ms=now, leader_epoch=epoch)
+        metadata_log.flush()
+        end_offset = metadata_log.next_offset
+        count = 0
 
-            started = time.perf_counter()
-            path = metadata_log.write_snapshot(end_offset, epoch, values(), last_contained_timestamp_ms=now)
-            seconds = time.perf_counter() - started
-        finally:
-            metadata_log.close()
-        return SnapshotBuild(server.data_dir, path, count, path.stat().st_size, seconds, end_offset)
+        def values() -> Iterator[bytes]:
+            nonlocal count
+            for record in itertools.chain(base, generated):
+                count += 1
+                yield encode_record(record)
 
-    return await asyncio.to_thread(write)
+        started = time.perf_counter()
+        path = metadata_log.write_snapshot(end_offset, epoch, values(), last_contained_timestamp_ms=now)
+        seconds = time.perf_counter() - started
+    finally:
+        metadata_log.close()
+    return SnapshotBuild(data_dir, path, count, path.stat().st_size, seconds, end_offset)

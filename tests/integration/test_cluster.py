@@ -31,7 +31,7 @@ from ksteward.broker.forwarding import forwardable_api_versions
 from ksteward.configs.server_config import ConfigError, QuorumVoter, parse_server_config
 from ksteward.metadata.image import EMPTY_IMAGE
 from ksteward.metadata.log import MetadataLog
-from ksteward.metadata.records import AccessControlEntryRecord, encode_record
+from ksteward.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord, encode_record
 from ksteward.protocol.apis import ApiKey
 from ksteward.raft.leader import RaftLeader
 from ksteward.raft.log_view import MetadataLogView
@@ -361,6 +361,57 @@ def test_the_follower_applies_only_records_below_the_high_watermark(tmp_path: Pa
             assert await follower._round()
             assert follower.image.offset == 2 and follower.caught_up
             assert sorted(b.resource_name for b in authorizer.acls()) == ["a", "b", "c"]
+        finally:
+            await follower.close()
+            leader_log.close()
+
+    asyncio.run(follow())
+
+
+def test_the_followers_authorizer_gets_the_acls_added_and_removed_by_the_committed_records(tmp_path: Path) -> None:
+    """Only the ACL ids the new records name are compared (not the whole sets): removals, an ACL added and
+    removed within one publish, and ACLs the records do not touch all end as in the image."""
+    ids = {name: uuid.uuid4() for name in "abcd"}
+
+    def add(name: str) -> bytes:
+        return encode_record(AccessControlEntryRecord(id=ids[name], resource_type=i8(2), resource_name=name,
+                             pattern_type=i8(3), principal="User:alice", host="*", operation=i8(3),
+                             permission_type=i8(3)))  # fmt: skip
+
+    def remove(name: str) -> bytes:
+        return encode_record(RemoveAccessControlEntryRecord(id=ids[name]))
+
+    leader_log = MetadataLog.open(tmp_path / "leader", logger=logging.getLogger("test"))
+    leader_log.append([add("a"), add("b")], timestamp_ms=1, leader_epoch=1)  # offsets 0, 1
+    leader_log.append([remove("a"), add("c")], timestamp_ms=2, leader_epoch=1)  # 2, 3
+    leader_log.append([add("d"), remove("d")], timestamp_ms=3, leader_epoch=1)  # 4, 5
+    leader_log.flush()
+    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
+    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
+    connection = _LeaderConnection(leader, hw=2)
+    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
+    authorizer.load_snapshot([], offset=-1)
+
+    async def connect(address: Any) -> Any:
+        return connection
+
+    async def follow() -> None:
+        follower = MetadataFollower(
+            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
+            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
+            bootstrap=(("127.0.0.1", 1),), connect=connect,
+        )  # fmt: skip
+        follower.observer.max_wait_ms = 0
+        try:
+            while follower.image.offset < 1:
+                assert await follower._round()
+            assert sorted(b.resource_name for b in authorizer.acls()) == ["a", "b"]
+            connection.hw = None  # offsets 2-5 are committed and published together
+            while follower.image.offset < 5:
+                assert await follower._round()
+            assert sorted(b.resource_name for b in authorizer.acls()) == ["b", "c"]
+            assert set(follower.image.acls.records) == {ids["b"], ids["c"]}
+            assert authorizer.acl_count() == 2
         finally:
             await follower.close()
             leader_log.close()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from .batch import Batch
 from .delta import MetadataDelta, MetadataReplayError, image_from_records
@@ -117,13 +117,20 @@ class _Decoder:
                 yield record
 
 
-def replay_batches(image: MetadataImage, batches: Iterable[Batch], decoder: _Decoder | None = None) -> MetadataImage:
+def replay_batches(
+    image: MetadataImage,
+    batches: Iterable[Batch],
+    decoder: _Decoder | None = None,
+    on_record: Callable[[MetadataRecord], None] | None = None,
+) -> MetadataImage:
     """Apply log batches to ``image`` in order and return the image after the last whole batch.
 
     Batches apply whole: the result never holds part of a batch, nor part of a metadata transaction.
     Nobody sees the images in between, so one delta spans all the batches (split only where a
     transaction begins, so that an abort can go back): a delta per batch would copy every touched
-    section once per batch, quadratic in a long log of small batches.
+    section once per batch, quadratic in a long log of small batches. ``on_record`` sees every record
+    read past ``image``'s offset, applied or not (an aborted transaction's too), in log order: a
+    superset of what changed, for callers that must not compare whole sections.
     """
     decoder = decoder or _Decoder(logging.getLogger(__name__), False)
     delta = MetadataDelta(image)
@@ -143,6 +150,8 @@ def replay_batches(image: MetadataImage, batches: Iterable[Batch], decoder: _Dec
             record = decoder.decode(value, offset)
             if record is None:
                 continue
+            if on_record is not None:
+                on_record(record)
             if isinstance(record, BeginTransactionRecord):
                 if in_transaction:
                     raise MetadataLoadError(f"offset {offset}: BeginTransactionRecord inside a transaction")

@@ -33,7 +33,12 @@ from ksteward.metadata.epochs import OffsetAndEpoch
 from ksteward.metadata.image import MetadataImage, acl_binding
 from ksteward.metadata.loader import replay_batches
 from ksteward.metadata.log import MetadataLog
-from ksteward.metadata.records import decode_record
+from ksteward.metadata.records import (
+    AccessControlEntryRecord,
+    MetadataRecord,
+    RemoveAccessControlEntryRecord,
+    decode_record,
+)
 from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
@@ -191,15 +196,24 @@ class MetadataFollower:
 
     def _apply_committed(self, hw: int) -> None:
         before = self.image
-        after = replay_batches(before, self._committed_batches(hw))
+        # An ACL id is in one image and not the other only if a record of the replayed batches names it, so
+        # only those ids are compared: diffing the whole key sets would hash every ACL id (a Python-level
+        # UUID.__hash__) on every commit, a cost that grows with the ACLs the cluster holds.
+        touched: dict[uuid.UUID | None, None] = {}
+
+        def note(record: MetadataRecord) -> None:
+            if isinstance(record, AccessControlEntryRecord | RemoveAccessControlEntryRecord):
+                touched[record.id] = None
+
+        after = replay_batches(before, self._committed_batches(hw), on_record=note)
         self.image = after
         if self._authorizer is None or after.acls is before.acls:
             return
         old, new = before.acls.records, after.acls.records
-        for acl_id in old.keys() - new.keys():
+        for acl_id in [i for i in touched if i in old and i not in new]:
             with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                 self._authorizer.remove_acl(acl_id, offset=after.offset)
-        for acl_id in new.keys() - old.keys():
+        for acl_id in [i for i in touched if i in new and i not in old]:
             try:
                 binding = acl_binding(new[acl_id])
             except ValueError as exc:
