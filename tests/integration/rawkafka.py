@@ -90,20 +90,60 @@ def _write(entity: Any) -> bytes:
     return out.getvalue()
 
 
+# ksteward's read-your-writes extension: the metadata offset in a flexible header's tagged fields, an int64.
+METADATA_OFFSET_TAG = 0x4B53
+_I64 = struct.Struct(">q")
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+
+
+def header_tags(tags: Mapping[int, bytes]) -> bytes:
+    """A tagged-field section (KIP-482), tags in ascending order."""
+    parts = [_uvarint(len(tags))]
+    for tag in sorted(tags):
+        parts += [_uvarint(tag), _uvarint(len(tags[tag])), tags[tag]]
+    return b"".join(parts)
+
+
 def encode_request_parts(
     api_key: int,
     api_version: int,
     correlation_id: int,
     body: Mapping[str, Any] | None = None,
     client_id: str | None = CLIENT_ID,
+    min_offset: int | None = None,
 ) -> tuple[bytes, bytes]:
-    """(header bytes, body bytes) of one request, no length prefix."""
+    """(header bytes, body bytes) of one request, no length prefix. ``min_offset`` puts ksteward's
+    read-your-writes offset in a flexible (v2) header's tagged fields."""
     cls = load_request_schema(api_key, api_version)
     header_cls = cls.__header_schema__
-    header = header_cls(
-        request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+    header = _write(
+        header_cls(
+            request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id, client_id=client_id
+        )
     )
-    return _write(header), _write(build(cls, body or {}))
+    if min_offset is not None:
+        assert cls.__flexible__ and header.endswith(b"\x00"), "only a flexible header has tagged fields"
+        header = header[:-1] + header_tags({METADATA_OFFSET_TAG: _I64.pack(min_offset)})
+    return header, _write(build(cls, body or {}))
 
 
 def encode_request(
@@ -112,9 +152,10 @@ def encode_request(
     correlation_id: int,
     body: Mapping[str, Any] | None = None,
     client_id: str | None = CLIENT_ID,
+    min_offset: int | None = None,
 ) -> bytes:
     """Header plus body of one request (the frame payload, no length prefix)."""
-    header, payload = encode_request_parts(api_key, api_version, correlation_id, body, client_id)
+    header, payload = encode_request_parts(api_key, api_version, correlation_id, body, client_id, min_offset)
     return header + payload
 
 
@@ -152,18 +193,40 @@ class Response:
     correlation_id: int
     body: Any
     raw: bytes  # the whole frame payload (header and body)
+    metadata_offset: int | None = None  # ksteward's read-your-writes header tag, if the header carries it
+
+
+def _flexible_response_header(payload: bytes) -> tuple[int, int | None, int]:
+    """(correlation id, metadata offset or None, header size) of a v1 response header, read by hand: kio's
+    reader refuses the tags it does not know, and KIP-482 says a client skips them."""
+    (correlation_id,) = struct.unpack_from(">i", payload, 0)
+    count, pos = _read_uvarint(payload, 4)
+    offset = None
+    for _ in range(count):
+        tag, pos = _read_uvarint(payload, pos)
+        size, pos = _read_uvarint(payload, pos)
+        if tag == METADATA_OFFSET_TAG:
+            assert size == _I64.size, f"metadata offset tag of {size} bytes"
+            (offset,) = _I64.unpack_from(payload, pos)
+        pos += size
+    return correlation_id, offset, pos
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes) -> Response:
     """Decode one response frame payload (no length prefix); it must be consumed exactly."""
     cls = load_response_schema(api_key, api_version)
-    header, hsize = entity_reader(cls.__header_schema__)(payload, 0)
+    offset = None
+    if cls.__header_schema__.__flexible__:
+        correlation_id, offset, hsize = _flexible_response_header(payload)
+    else:
+        header, hsize = entity_reader(cls.__header_schema__)(payload, 0)
+        correlation_id = int(header.correlation_id)
     body, bsize = entity_reader(cls)(payload, hsize)
     if hsize + bsize != len(payload):
         raise AssertionError(
             f"response to api {api_key} v{api_version}: {len(payload) - hsize - bsize} bytes left over after decoding"
         )
-    return Response(correlation_id=int(header.correlation_id), body=body, raw=payload)
+    return Response(correlation_id=correlation_id, body=body, raw=payload, metadata_offset=offset)
 
 
 # --- the socket -----------------------------------------------------------------------------------
@@ -237,15 +300,22 @@ class RawConnection:
 
     # requests
     def send_request(
-        self, api_key: int, api_version: int, body: Mapping[str, Any] | None = None, correlation_id: int | None = None
+        self,
+        api_key: int,
+        api_version: int,
+        body: Mapping[str, Any] | None = None,
+        correlation_id: int | None = None,
+        min_offset: int | None = None,
     ) -> int:
         cid = self.next_correlation_id() if correlation_id is None else correlation_id
-        self.send_frame(encode_request(api_key, api_version, cid, body))
+        self.send_frame(encode_request(api_key, api_version, cid, body, min_offset=min_offset))
         return cid
 
-    def request(self, api_key: int, api_version: int, body: Mapping[str, Any] | None = None) -> Response:
+    def request(
+        self, api_key: int, api_version: int, body: Mapping[str, Any] | None = None, min_offset: int | None = None
+    ) -> Response:
         """Send one request and read its response, checking the correlation id."""
-        cid = self.send_request(api_key, api_version, body)
+        cid = self.send_request(api_key, api_version, body, min_offset=min_offset)
         response = decode_response(api_key, api_version, self.read_frame())
         if response.correlation_id != cid:
             raise AssertionError(f"sent correlation id {cid}, got {response.correlation_id}")

@@ -101,3 +101,34 @@ def test_a_corrupt_snapshot_is_one_reject(spark: SparkSession, tmp_path: Path) -
     assert reject.source_file == str(path) and reject.reason.startswith("snapshot rejected:")
     with pytest.raises(InputError, match="not a metadata log directory"):
         metadata_files(tmp_path / "nope")
+
+
+def test_leader_change_batches_and_the_quorum_state_file_are_skipped(spark: SparkSession, tmp_path: Path) -> None:
+    """A controller's log: each epoch starts with a LeaderChangeMessage control batch (docs/raft.md), and the
+    partition directory holds ``quorum-state``. The reader yields the metadata records only."""
+    from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter
+
+    from ksteward.metadata.records import TopicRecord, encode_record
+    from ksteward.metadata.records.control import encode_control_record
+    from ksteward.raft.quorum_state import QUORUM_STATE_FILE, ElectionState, write_quorum_state
+
+    data = tmp_path / "data"
+    key, value = encode_control_record(
+        LeaderChangeMessage(version=0, leader_id=1, voters=(Voter(voter_id=1),), granting_voters=(Voter(voter_id=1),))
+    )
+    with MetadataLog.open(data) as log:
+        for epoch in (1, 2):
+            log.append([value], timestamp_ms=1000 * epoch, leader_epoch=epoch, control=True, keys=[key])
+            log.append([encode_record(TopicRecord(name=f"t{epoch}", topic_id=None))], timestamp_ms=1000 * epoch + 1,
+                       leader_epoch=epoch)  # fmt: skip
+    write_quorum_state(data / PARTITION_DIR_NAME / QUORUM_STATE_FILE, ElectionState(leader_epoch=2, leader_id=1))
+    records, rejects = read_metadata(spark, data)
+    assert rejects.count() == 0
+    rows = records.orderBy("offset").collect()
+    assert [(r.offset, r.leader_epoch, r.record_type) for r in rows] == [(1, 1, "TopicRecord"), (3, 2, "TopicRecord")]
+    out = io.StringIO()
+    assert run_dump(argparse.Namespace(path=str(data)), out) == 0  # the dump shows them, as kafka-dump-log does
+    dumped = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [d["payload"].get("controlType") for d in dumped if "payload" in d] == [
+        "LEADER_CHANGE", None, "LEADER_CHANGE", None,
+    ]  # fmt: skip

@@ -224,3 +224,22 @@ def test_shell_without_a_log(tmp_path: Path) -> None:
     code, _, err = run(["metadata", "shell", str(tmp_path), "-c", "ls"])
     assert code == 2 and "no metadata log directory" in err
     assert not (tmp_path / PARTITION_DIR_NAME).exists()
+
+
+def test_dump_piped_into_head_ends_quietly(tmp_path: Path) -> None:
+    """The whole ``ksteward`` entry point, as a shell pipeline: ``head`` closes the pipe early and the dump stops
+    without a BrokenPipeError traceback."""
+    import subprocess
+    import sys
+
+    with MetadataLog.open(tmp_path) as log:
+        acl = AccessControlEntryRecord(id=ACL_ID, resource_type=2, resource_name="t", pattern_type=3,
+                                       principal="User:a", host="*", operation=3, permission_type=3)  # fmt: skip
+        acls = [encode_record(acl) for _ in range(5000)]
+        log.append(acls, timestamp_ms=1, leader_epoch=1)
+        log.flush()
+    command = f"{sys.executable} -m ksteward.cli.main metadata dump {tmp_path} | head -n 2"
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], capture_output=True, text=True, timeout=120)
+    assert len(done.stdout.splitlines()) == 2
+    assert done.stderr == "", done.stderr
+    assert done.returncode == 0

@@ -99,3 +99,20 @@ def test_listener_prefixed_keys_win() -> None:
 )
 def test_client_addresses_in_java_text_form(peer: str, java: str) -> None:
     assert java_host_address(peer) == java
+
+
+def test_a_controller_advertises_its_controller_listener_apart_from_the_brokers() -> None:
+    """KIP-853: advertised.listeners may name a controller listener; it is what fetchers are told, and never
+    a broker endpoint (registration, Metadata)."""
+    cfg = parse_server_config(
+        {
+            **BASE,
+            "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "advertised.listeners": "PLAINTEXT://broker.example:9092,CONTROLLER://proxy.example:19093",
+        }
+    )
+    assert [(e.name, e.host, e.port) for e in cfg.advertised_listeners] == [("PLAINTEXT", "broker.example", 9092)]
+    assert [(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners] == [
+        ("CONTROLLER", "proxy.example", 19093)
+    ]
+    assert parse_server_config(BASE).read_your_writes_timeout_ms == 30_000

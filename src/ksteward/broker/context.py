@@ -61,6 +61,10 @@ class Node(Protocol):
     @property
     def audit(self) -> AuditLogWriter | None: ...
 
+    async def wait_until_applied(self, offset: int) -> None:
+        """Return once ``image`` holds the metadata log up to ``offset`` (read-your-writes)."""
+        ...
+
 
 Handler = Callable[[Node, RequestContext, Any], Awaitable[Any]]
 

@@ -159,7 +159,10 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
         return response.frame[_FRAME_SIZE_BYTES:]
     if carries_error(response, ErrorCode.not_controller):
         return None
-    frame = encode_response(request.api_key, request.api_version, request.correlation_id, response)
+    # The offset the client may read after, on any broker (ksteward.protocol.read_your_writes).
+    offset = node.image.offset
+    frame = encode_response(request.api_key, request.api_version, request.correlation_id, response,
+                            metadata_offset=offset)  # fmt: skip
     return frame[_FRAME_SIZE_BYTES:]
 
 

@@ -33,23 +33,19 @@ import enum
 import ipaddress
 import itertools
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kio.schema.envelope.v0 import EnvelopeRequest, EnvelopeResponse
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
-from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import encode_response, response_class
+from ksteward.protocol.codec import decode_response, encode_response, response_class
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.principal import KafkaPrincipal, serialize_principal
-from ksteward.protocol.schema_walk import check_message
 
 __all__ = [
     "FORWARDABLE_API_KEYS",
@@ -126,11 +122,6 @@ def client_address_bytes(host: str) -> bytes:
     """The client's address as an Envelope carries it (``InetAddress.getAddress``): 4 or 16 bytes.
     ``host`` is the Java text form the broker's request context holds; raises ValueError for a non-address."""
     return ipaddress.ip_address(host.split("%", 1)[0]).packed
-
-
-@cache
-def _reader(cls: Any) -> Callable[[bytes, int], tuple[Any, int]]:
-    return entity_reader(cls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,16 +310,15 @@ class ForwardingManager:
         ``AbstractResponse.parseResponse``): an unreadable one, or one for another correlation id, is
         UNKNOWN_SERVER_ERROR."""
         request = item.request
-        cls = response_class(request.api_key, request.api_version)
-        header_cls = cls.__header_schema__
         try:
-            check_message(data, 0, (header_cls, cls))
-            header, size = _reader(header_cls)(data, 0)
-            body, _ = _reader(cls)(data, size)
-        except (InvalidRequestError, DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError):
+            # Tags kio does not know (the controller's read-your-writes offset) are skipped, as KIP-482 says;
+            # the client still gets ``data`` unchanged.
+            response = decode_response(request.api_key, request.api_version, data)
+        except InvalidRequestError:
             self._fail(item, ErrorCode.unknown_server_error)
             return
-        if int(header.correlation_id) != request.correlation_id:
+        if response.correlation_id != request.correlation_id:
             self._fail(item, ErrorCode.unknown_server_error)
             return
+        body = response.body
         self._completions.append(Completion(item.request_id, request, Outcome.RESPONSE, body, data))

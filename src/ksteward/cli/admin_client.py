@@ -1,28 +1,33 @@
 """A small synchronous admin client for ksteward's own extensions, such as DeleteTopics v7.
 
 Real Kafka clients cover everything standard; this one exists for what they cannot send:
-``delete_topics(..., validate_only=True)`` (KIP-934). It speaks PLAINTEXT or SASL_PLAINTEXT with
+``delete_topics(..., validate_only=True)`` (KIP-934), and read-your-writes across brokers (a mutation's
+response reports a metadata offset; later requests carry it, so a broker answers only once it has applied
+that offset: see ``ksteward.protocol.read_your_writes``). It speaks PLAINTEXT or SASL_PLAINTEXT with
 PLAIN, negotiates versions with ApiVersions, and raises :class:`AdminError` with Kafka's error
 name and message::
 
     with AdminClient("localhost:9092", sasl_plain=("admin", "admin-secret")) as admin:
         admin.delete_topics(["orders"], validate_only=True)   # {"orders": None} or raises
+
+    with AdminClient("broker-a:9092") as writer:
+        writer.request(ApiKey.CREATE_ACLS, {"creations": [...]}, max_version=3)
+    with AdminClient("broker-b:9092", min_metadata_offset=writer.metadata_offset) as reader:
+        reader.request(ApiKey.DESCRIBE_ACLS, {...}, max_version=3)   # sees the ACL
 """
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import request_class, response_class
-from ksteward.protocol.framing import frame
+from ksteward.protocol.codec import decode_response, encode_request, request_class
+from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 
 
 class AdminError(Exception):
@@ -37,7 +42,18 @@ class AdminError(Exception):
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, *, sasl_plain: tuple[str, str] | None = None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        sasl_plain: tuple[str, str] | None = None,
+        timeout: float = 30.0,
+        min_metadata_offset: int | None = None,
+    ) -> None:
+        #: Read-your-writes (ksteward.protocol.read_your_writes): the highest metadata offset a response has
+        #: reported, sent with every request so the node answers only once it has applied it. Pass another
+        #: client's ``metadata_offset`` as ``min_metadata_offset`` to read its writes on any broker.
+        self.metadata_offset = min_metadata_offset
         host, _, port = bootstrap.rpartition(":")
         self._sock = socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout=timeout)
         self._correlation = 0
@@ -65,20 +81,21 @@ class AdminClient:
 
     def _call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
         self._correlation += 1
-        cls = request_class(api_key, version)
-        out = io.BytesIO()
-        header_cls = cls.__header_schema__
-        header = build(header_cls, {"request_api_key": api_key, "request_api_version": version,
-                                    "correlation_id": self._correlation, "client_id": "ksteward-admin"})  # fmt: skip
-        entity_writer(header_cls)(out, header)
-        entity_writer(cls)(out, build(cls, values))
-        self._sock.sendall(frame(out.getvalue()))
+        body = build(request_class(api_key, version), values)
+        payload = encode_request(api_key, version, self._correlation, "ksteward-admin", body,
+                                 min_offset=self.metadata_offset)  # fmt: skip
+        self._sock.sendall(frame(payload))
         (size,) = struct.unpack(">i", self._read_exactly(4))
-        payload = self._read_exactly(size)
-        response_cls = response_class(api_key, version)
-        _header, header_size = entity_reader(response_cls.__header_schema__)(payload, 0)
-        body, _ = entity_reader(response_cls)(payload, header_size)
-        return body
+        check_frame_size(size, DEFAULT_MAX_FRAME_BYTES, "the response size limit")
+        response = decode_response(api_key, version, self._read_exactly(size))
+        if response.metadata_offset is not None:
+            self.metadata_offset = max(self.metadata_offset or -1, response.metadata_offset)
+        return response.body
+
+    def request(self, api_key: int, values: dict[str, Any], *, max_version: int) -> Any:
+        """Send one request at the highest version both sides serve, at most ``max_version``; return the
+        response body (a kio entity). ``values`` must suit every version it may be sent at."""
+        return self._call(api_key, self._version(api_key, max_version), values)
 
     def _api_versions(self) -> dict[int, tuple[int, int]]:
         body = self._call(ApiKey.API_VERSIONS, 3, {"client_software_name": "ksteward", "client_software_version": "0"})

@@ -91,6 +91,10 @@ class ServerConfig:
     static: Mapping[str, str] = field(repr=False)
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
+    # KIP-853: advertised.listeners entries for controller listeners; the others advertise their listeners.
+    advertised_controller_listeners: tuple[Endpoint, ...] = ()
+    # ksteward's read-your-writes extension (ksteward.protocol.read_your_writes).
+    read_your_writes_timeout_ms: int = 30_000
     # KIP-595 / KIP-853: the static voter set, and the addresses that only discover the leader.
     quorum_voters: tuple[QuorumVoter, ...] = ()
     quorum_bootstrap_servers: tuple[tuple[str, int], ...] = ()
@@ -381,7 +385,11 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     client_listeners = tuple(e for e in listeners if e.name not in controller_names)
     if "broker" in roles and not client_listeners:
         raise ConfigError("a broker needs at least one listener that is not a controller listener")
-    advertised = _advertised_listeners(props, protocols, names, client_listeners)
+    advertised_all = _advertised_listeners(props, protocols, names, client_listeners)
+    # KIP-853: a controller may advertise its controller listeners in advertised.listeners too; brokers
+    # register, and Metadata lists, only the others.
+    advertised = tuple(e for e in advertised_all if e.name not in controller_names)
+    advertised_controllers = tuple(e for e in advertised_all if e.name in controller_names)
     inter_broker = _inter_broker_listener(props, roles, names, client_listeners)
     log_dir = _metadata_log_dir(props)
     mechanisms = _sasl_mechanisms(props, listeners)
@@ -395,6 +403,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         node_id=node_id,
         listeners=listeners,
         advertised_listeners=advertised,
+        advertised_controller_listeners=advertised_controllers,
         controller_listener_names=tuple(controller_names),
         inter_broker_listener_name=inter_broker,
         metadata_log_dir=Path(log_dir),
@@ -422,6 +431,8 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         # KRaft broker sessions (Kafka's KafkaConfig): a broker silent this long is fenced by the controller.
         broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
         broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
+        # How long a request carrying a metadata offset waits for this node to apply it (an extension).
+        read_your_writes_timeout_ms=_int(props, "ksteward.read.your.writes.timeout.ms", 30_000, minimum=0),
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
     )

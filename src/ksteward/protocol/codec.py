@@ -16,6 +16,8 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.request_header.v2.header import RequestHeader as FlexibleRequestHeader
+from kio.schema.response_header.v1.header import ResponseHeader as FlexibleResponseHeader
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import BufferUnderflow, DecodeError
 
@@ -23,9 +25,11 @@ from ksteward.protocol import extensions
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.framing import frame
+from ksteward.protocol.read_your_writes import offset_tags, request_min_offset, response_offset
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
 
 _PEEK = struct.Struct(">hhi")
+_CORRELATION_ID = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class Request:
     client_id: str | None
     body: Any
     dropped_tags: int = 0
+    min_offset: int | None = None  # ksteward's read-your-writes header tag (protocol.read_your_writes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +117,10 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
     classes = (header_cls, cls)
     # Every declared length is bounded before kio's native reader allocates for it.
     dropped = check_message(payload, 0, classes)
+    min_offset = None
     if dropped:
+        if header_cls is FlexibleRequestHeader:
+            min_offset = request_min_offset(payload)
         # kio refuses tagged fields it does not know; KIP-482 says skip them.
         payload, dropped = strip_unknown_tags(payload, 0, classes)
     try:
@@ -131,14 +139,77 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
         client_id=getattr(header, "client_id", None),
         body=body,
         dropped_tags=dropped,
+        min_offset=min_offset,
     )
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, response: Any) -> bytes:
-    """Header (v0 or v1, as the API version dictates) plus body, length-prefixed."""
+def encode_response(
+    api_key: int, api_version: int, correlation_id: int, response: Any, *, metadata_offset: int | None = None
+) -> bytes:
+    """Header (v0 or v1, as the API version dictates) plus body, length-prefixed. ``metadata_offset`` goes
+    into a v1 header's tagged fields (``read_your_writes``); a v0 header has none and goes without it."""
     cls: Any = type(response)
     header_cls = cls.__header_schema__
     out = io.BytesIO()
-    _writer(header_cls)(out, header_cls(correlation_id=correlation_id))
+    if metadata_offset is not None and header_cls is FlexibleResponseHeader:
+        out.write(_CORRELATION_ID.pack(correlation_id) + offset_tags(metadata_offset))
+    else:
+        _writer(header_cls)(out, header_cls(correlation_id=correlation_id))
     _writer(cls)(out, response)
     return frame(out.getvalue())
+
+
+# --- the client side: what ksteward sends as a client (to a controller, or as the admin client) --------------
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """A decoded response: its correlation id, its kio body, and the read-your-writes offset in its header."""
+
+    correlation_id: int
+    body: Any
+    metadata_offset: int | None = None
+
+
+def encode_request(
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    body: Any,
+    *,
+    min_offset: int | None = None,
+) -> bytes:
+    """One request's header and body (``body``: a kio entity), without the frame size. ``min_offset`` goes into
+    a v2 header's tagged fields (``read_your_writes``); a v1 header has none and goes without it."""
+    cls: Any = request_class(api_key, api_version)
+    header_cls = cls.__header_schema__
+    out = io.BytesIO()
+    header = header_cls(request_api_key=api_key, request_api_version=api_version, correlation_id=correlation_id,
+                        client_id=client_id)  # fmt: skip
+    _writer(header_cls)(out, header)
+    if min_offset is not None and header_cls is FlexibleRequestHeader:
+        out.seek(out.tell() - 1)  # kio's empty tag section, one zero byte, gives way to the offset
+        out.write(offset_tags(min_offset))
+    _writer(cls)(out, body)
+    return out.getvalue()
+
+
+def decode_response(api_key: int, api_version: int, payload: bytes) -> Response:
+    """Decode one response (header and body, no frame size). Every declared length is bounded first; tagged
+    fields kio does not know are skipped (KIP-482). Raises :class:`InvalidRequestError` if it cannot be read."""
+    cls = response_class(api_key, api_version)
+    header_cls = cls.__header_schema__
+    classes = (header_cls, cls)
+    offset = None
+    if check_message(payload, 0, classes):
+        if header_cls is FlexibleResponseHeader:
+            offset = response_offset(payload)
+        payload, _ = strip_unknown_tags(payload, 0, classes)
+    try:
+        header, header_size = _reader(header_cls)(payload, 0)
+        body, _ = _reader(cls)(payload, header_size)
+    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
+        raise InvalidRequestError(f"cannot decode the response to api key {api_key} v{api_version}: "
+                                  f"{type(exc).__name__}") from None  # fmt: skip
+    return Response(int(header.correlation_id), body, offset)

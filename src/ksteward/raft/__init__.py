@@ -4,7 +4,9 @@
 - ``observer``: a follower that is not a voter (a broker), as a state machine that builds the next
   request and turns each response into actions on its own log;
 - ``log_view``: the Raft view of a ``MetadataLog`` both sides read, and Kafka's VALID / DIVERGING /
-  SNAPSHOT rule.
+  SNAPSHOT rule;
+- ``quorum_state``: the ``quorum-state`` file (blocking file I/O, as ``follower_log``'s log writes) and the
+  single controller voter's new epoch at every start.
 
 The rules are written up in docs/raft.md.
 """

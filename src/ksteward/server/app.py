@@ -22,6 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from kio.schema.leader_change_message.v0.data import Voter as LeaderChangeVoter
+from kio.schema.types import BrokerId
+from kio.static.primitive import i16, i32
+
 from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
 from ksteward.configs.resolve import ConfigResolver
@@ -38,11 +42,13 @@ from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
 from ksteward.metadata.image import MetadataImage, acl_binding
 from ksteward.metadata.loader import load
+from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.metadata.records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )
+from ksteward.metadata.records.control import LeaderChangeMessage
 from ksteward.policy import PolicyLoadError
 from ksteward.policy.loader import Policies
 from ksteward.protocol.sasl import (
@@ -54,9 +60,11 @@ from ksteward.protocol.sasl import (
     plain_users,
     plain_verifier,
 )
+from ksteward.raft.quorum_state import QuorumStateError, begin_single_voter_epoch
 from ksteward.server.api_table import broker_api_table, controller_api_table
-from ksteward.server.committer import LEADER_EPOCH, GroupCommitter
+from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
+from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tasks import cancel_and_wait
 from ksteward.server.tls import server_context
@@ -81,6 +89,7 @@ class Server:
     def __init__(self, config: ServerConfig) -> None:
         self._config = config
         self._cluster_id = ""
+        self._metadata_log: MetadataLog | None = None
         self._committer: GroupCommitter | None = None
         self._raft: RaftService | None = None
         self._listeners: list[_Bound] = []
@@ -93,6 +102,7 @@ class Server:
         self._policies: Policies | None = None
         self._dir_locks: list[DirectoryLock] = []
         self._session_check: asyncio.Task[None] | None = None
+        self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -124,6 +134,9 @@ class Server:
     @property
     def audit(self) -> AuditLogWriter | None:
         return self._audit
+
+    async def wait_until_applied(self, offset: int) -> None:
+        await self._applied.wait(offset, self.image.offset)
 
     @property
     def raft_service(self) -> RaftService:
@@ -159,6 +172,8 @@ class Server:
             )
         except OSError as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+        self._metadata_log = metadata_log
+        epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
         self._start_authorizer(image)
         # Millions of long-lived image objects would make every full GC pass walk them: move the
         # loaded state out of the collector's generations.
@@ -167,16 +182,20 @@ class Server:
         self._committer = GroupCommitter(
             metadata_log,
             image,
+            epoch=epoch,
             snapshot_bytes=cfg.snapshot_bytes,
             group_commit=cfg.static.get(GROUP_COMMIT_KEY, "true").strip().lower() != "false",
             on_publish=self._on_publish,
         )
-        self._metadata_log = metadata_log
+        # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
+        # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
         controller_endpoints = {e.name: (e.host or "localhost", e.port) for e in cfg.listeners
                                 if e.name in cfg.controller_listener_names}  # fmt: skip
-        self._raft = RaftService(node_id=cfg.node_id, cluster_id=self._cluster_id, epoch=LEADER_EPOCH,
+        controller_endpoints |= {e.name: (e.host, e.port) for e in cfg.advertised_controller_listeners}
+        self._raft = RaftService(node_id=cfg.node_id, cluster_id=self._cluster_id, epoch=self._committer.epoch,
                                  metadata_log=metadata_log, endpoints=controller_endpoints)  # fmt: skip
         self._committer.publish_hooks.append(self._raft.on_publish)
+        self._committer.publish_hooks.append(lambda image, _records: self._applied.advance(image.offset))
         topics = self._topic_manager()
         configs = ConfigControlManager(node_id=cfg.node_id, static=cfg.static, policies=self._policies)
         membership = ClusterControlManager(
@@ -187,6 +206,10 @@ class Server:
         self._controller = Controller(self._committer, topics, configs, membership, clock=time.monotonic)
         self._controller.mutation_quotas = self._mutation_quotas()
         self._committer.start()
+        # The epoch's first record, durable before anything else is written or served: the high watermark
+        # then always covers a record of the current epoch (docs/raft.md, "The leader's epoch").
+        await self._committer.begin_epoch(_leader_change(cfg.node_id))
+        log.info("leading the metadata log in epoch %d", epoch)
         await self._controller.bootstrap(self._broker_registration())
         self._session_check = asyncio.get_running_loop().create_task(
             self._fence_stale_brokers(), name="broker-session-check"
@@ -196,6 +219,15 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+
+    def _begin_epoch(self, metadata_log: MetadataLog) -> int:
+        """This node is the only voter: it leads in a new epoch, persisted in ``quorum-state`` first
+        (``raft.quorum_state``). The log's last epoch counts its snapshots too, for a log cut back to one."""
+        log_epoch = max([metadata_log.last_fetched_epoch, *(s.epoch for s in metadata_log.snapshots())])
+        try:
+            return begin_single_voter_epoch(metadata_log.directory, self._config.node_id, log_epoch)
+        except QuorumStateError as exc:
+            raise StartupError(f"{exc} (without the file, this node leads in the epoch after its log's last)") from None
 
     async def _fence_stale_brokers(self) -> None:
         """The controller's periodic session check (Kafka's ``maybeFenceStaleBroker`` task): every
@@ -441,6 +473,7 @@ class Server:
         await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
         if self._committer is not None:
             await self._committer.close(snapshot=True)
+        if self._metadata_log is not None:  # also when the start stopped between the load and the committer
             await asyncio.to_thread(self._metadata_log.close)
         if self._audit is not None:
             self._audit.close()
@@ -460,6 +493,12 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
     except ValueError as exc:
         log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
         return None
+
+
+def _leader_change(node_id: int) -> LeaderChangeMessage:
+    """Kafka's LeaderChangeMessage of a quorum of one: this node leads, the only voter, and voted for itself."""
+    voters = (LeaderChangeVoter(voter_id=i32(node_id)),)
+    return LeaderChangeMessage(version=i16(0), leader_id=BrokerId(node_id), voters=voters, granting_voters=voters)
 
 
 def configured_log_dirs(cfg: ServerConfig) -> list[Path]:

@@ -72,6 +72,10 @@ class BrokerServer(Server):
         assert self._follower is not None
         return self._follower.image
 
+    async def wait_until_applied(self, offset: int) -> None:
+        assert self._follower is not None
+        await self._follower.wait_for(lambda: self.image.offset >= offset)
+
     @property
     def controller(self) -> Controller:
         raise RuntimeError("a broker-only node has no controller: its mutations are forwarded")

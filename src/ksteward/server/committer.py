@@ -5,6 +5,11 @@ written), writes the batch to the log at once, and returns a future that resolve
 durable. One flusher task fsyncs in a worker thread; every batch appended while an fsync runs shares
 the next one. The committed image is published only after its batch is durable, so readers never
 see a mutation that a crash could take back.
+
+The committer writes in one leader epoch, ``epoch``, chosen when the controller starts
+(``raft.quorum_state.begin_single_voter_epoch``); every batch carries it as its partitionLeaderEpoch.
+``begin_epoch`` appends Kafka's LeaderChangeMessage control batch at the epoch's start
+(``KafkaRaftClient.onBecomeLeader``), before any other batch of the epoch.
 """
 
 from __future__ import annotations
@@ -21,10 +26,9 @@ from ksteward.metadata.delta import MetadataDelta
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import encode_record
+from ksteward.metadata.records.control import LeaderChangeMessage, encode_control_record
 
 log = logging.getLogger(__name__)
-
-LEADER_EPOCH = 1  # a single-node quorum: the one controller leads from epoch 1 on
 
 
 class GroupCommitter:
@@ -33,11 +37,14 @@ class GroupCommitter:
         metadata_log: MetadataLog,
         image: MetadataImage,
         *,
+        epoch: int,
         snapshot_bytes: int,
         group_commit: bool = True,
         on_publish: Callable[[MetadataImage, list[Any]], None] | None = None,
     ) -> None:
         self._log = metadata_log
+        #: The leader epoch every batch this committer writes carries.
+        self.epoch = epoch
         self._latest = image
         self._published = image
         self._snapshot_bytes = snapshot_bytes
@@ -74,8 +81,26 @@ class GroupCommitter:
             delta.replay(record)
         values = [encode_record(r) for r in records]
         now_ms = int(time.time() * 1000)
-        _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=LEADER_EPOCH)
-        self._latest = delta.apply(offset=last_offset, epoch=LEADER_EPOCH, timestamp_ms=now_ms)
+        _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=self.epoch)
+        self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
+        return self._enqueue(last_offset, records)
+
+    def begin_epoch(self, message: LeaderChangeMessage) -> asyncio.Future[int]:
+        """Append the epoch's LeaderChangeMessage control batch; the future resolves once it is durable.
+
+        Kafka's new leader writes it at once because its high watermark may only pass a record of its own
+        epoch (``LeaderState.maybeUpdateHighWatermark``); the image moves past it with nothing to replay."""
+        if self._failure is not None:
+            raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
+        key, value = encode_control_record(message)
+        now_ms = int(time.time() * 1000)
+        _, last_offset = self._log.append([value], timestamp_ms=now_ms, leader_epoch=self.epoch, control=True,
+                                          keys=[key])  # fmt: skip
+        self._latest = MetadataDelta(self._latest).apply(offset=last_offset, epoch=self.epoch)
+        return self._enqueue(last_offset, [])
+
+    def _enqueue(self, last_offset: int, records: list[Any]) -> asyncio.Future[int]:
+        """Publish the batch ending at ``last_offset`` once durable; the future resolves with that offset."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
@@ -139,9 +164,10 @@ class GroupCommitter:
             return
         end_offset = image.offset + 1
         started = time.monotonic()
+        # The snapshot id's epoch is that of its last record (Kafka's ``createSnapshot``), not the current one.
         path = self._log.write_snapshot(
             end_offset,
-            LEADER_EPOCH,
+            image.epoch,
             (encode_record(r) for r in image.records()),
             last_contained_timestamp_ms=image.timestamp_ms,
         )

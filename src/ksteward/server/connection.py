@@ -18,6 +18,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from kio.schema.errors import ErrorCode
+
 from ksteward.broker.api_versions import unsupported_version_response
 from ksteward.broker.context import ApiTable, Node, RequestContext
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion
@@ -196,6 +198,10 @@ class Connection:
         if request.dropped_tags:
             log.debug("skipped %d unknown tagged fields from %s", request.dropped_tags, self.peer)
         key = request.api_key
+        # Only an authenticated client may make a request wait (a login must not park the connection).
+        offset = request.min_offset if self.protocol.authenticated else None
+        if offset is not None and not await self._applied(offset):
+            return self._answer_every_entry(request, ErrorCode.request_timed_out)
         if self.listener.forward is not None and key in FORWARDABLE_API_KEYS:
             return await self._forward(self.listener.forward, request)
         spec = self.listener.table.spec(key)
@@ -225,7 +231,29 @@ class Connection:
             response = build(response_class(key, request.api_version), values)
         if isinstance(response, PreEncoded):
             return response.frame
-        return encode_response(key, request.api_version, request.correlation_id, response)
+        # A mutation answered here (this node is the controller) tells the client the offset to read after.
+        committed = self.node.image.offset if key in FORWARDABLE_API_KEYS else None
+        return encode_response(key, request.api_version, request.correlation_id, response, metadata_offset=committed)
+
+    async def _applied(self, offset: int) -> bool:
+        """Wait for this node to apply the metadata log up to ``offset`` (a read-your-writes request); False
+        after ``ksteward.read.your.writes.timeout.ms``."""
+        try:
+            async with asyncio.timeout(self.node.config.read_your_writes_timeout_ms / 1000):
+                await self.node.wait_until_applied(offset)
+        except TimeoutError:
+            return False
+        return True
+
+    def _answer_every_entry(self, request: Request, code: ErrorCode) -> bytes | None:
+        """Every entry of the request answered with ``code``; None (close) for an API without entries."""
+        values = error_values(request.api_key, request.body, code)
+        if values is None:
+            log.info("closing connection from %s: %s v%d timed out waiting for metadata offset %s", self.peer,
+                     api_name(request.api_key), request.api_version, request.min_offset)  # fmt: skip
+            return None
+        response = build(response_class(request.api_key, request.api_version), values)
+        return encode_response(request.api_key, request.api_version, request.correlation_id, response)
 
     async def _forward(self, forward: Forward, request: Request) -> bytes | None:
         """Send the request to the controller in an Envelope and return what the client gets (Kafka's

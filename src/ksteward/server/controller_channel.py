@@ -28,26 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import itertools
 import logging
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import BufferUnderflow, DecodeError
 
 from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
 from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import request_class, response_class
+from ksteward.protocol.codec import decode_response, encode_request, request_class
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
-from ksteward.protocol.schema_walk import check_message
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -114,16 +109,6 @@ class ControllerLoginError(Exception):
 CALL_ERRORS = (OSError, ConnectionError, EOFError, ControllerCallError, ControllerLoginError, TimeoutError)
 
 
-@cache
-def _writer(cls: Any) -> Callable[[io.BytesIO, Any], None]:
-    return entity_writer(cls)
-
-
-@cache
-def _reader(cls: Any) -> Callable[[bytes, int], tuple[Any, int]]:
-    return entity_reader(cls)
-
-
 class ControllerConnection:
     """One connection to a controller listener: length-prefixed frames, one call at a time."""
 
@@ -135,15 +120,10 @@ class ControllerConnection:
 
     async def call(self, api_key: int, version: int, body: Any) -> Any:
         """Send one request (``body``: a kio entity or a dict of its values) and return the response body."""
-        cls = request_class(api_key, version)
-        header_cls = cls.__header_schema__
         correlation_id = next(self._correlation)
-        header = build(header_cls, {"request_api_key": api_key, "request_api_version": version,
-                                    "correlation_id": correlation_id, "client_id": self._client_id})  # fmt: skip
-        out = io.BytesIO()
-        _writer(header_cls)(out, header)
-        _writer(cls)(out, body if not isinstance(body, Mapping) else build(cls, body))
-        self._writer.write(frame(out.getvalue()))
+        if isinstance(body, Mapping):
+            body = build(request_class(api_key, version), body)
+        self._writer.write(frame(encode_request(api_key, version, correlation_id, self._client_id, body)))
         await self._writer.drain()
         size = int.from_bytes(await self._reader.readexactly(4), "big", signed=True)
         try:
@@ -151,18 +131,14 @@ class ControllerConnection:
         except ProtocolError as exc:
             raise ControllerCallError(str(exc)) from None
         payload = await self._reader.readexactly(size)
-        response_cls = response_class(api_key, version)
-        response_header_cls = response_cls.__header_schema__
         try:
-            check_message(payload, 0, (response_header_cls, response_cls))
-            response_header, offset = _reader(response_header_cls)(payload, 0)
-            response, _ = _reader(response_cls)(payload, offset)
-        except (ProtocolError, DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError) as exc:
-            raise ControllerCallError(f"unreadable response to api {api_key}: {type(exc).__name__}") from None
-        if int(response_header.correlation_id) != correlation_id:
-            raise ControllerCallError(f"response for correlation id {response_header.correlation_id}, "
+            response = decode_response(api_key, version, payload)
+        except ProtocolError as exc:
+            raise ControllerCallError(f"unreadable response to api {api_key}: {exc}") from None
+        if response.correlation_id != correlation_id:
+            raise ControllerCallError(f"response for correlation id {response.correlation_id}, "
                                       f"expected {correlation_id}")  # fmt: skip
-        return response
+        return response.body
 
     async def close(self) -> None:
         self._writer.close()

@@ -1,10 +1,11 @@
 """Fetch (api 1) and FetchSnapshot (api 59) on the controller listener: the KRaft leader's shell.
 
-The single controller voter leads ``__cluster_metadata`` in ``committer.LEADER_EPOCH``; its high
-watermark is the durable (fsynced) end offset of the metadata log, and Fetch serves records up to it
-(docs/raft.md says why). ``raft.leader.RaftLeader`` decides every answer; this module authorizes,
-and parks a Fetch that finds nothing new for up to its ``MaxWaitMs`` (Kafka's fetch purgatory). The
-committer's publish hook, called once a batch is durable, wakes the parked fetches: no polling.
+The single controller voter leads ``__cluster_metadata`` in the epoch it chose on start-up (the group
+committer's ``epoch``, docs/raft.md "The leader's epoch"); its high watermark is the durable (fsynced) end
+offset of the metadata log, and Fetch serves records up to it (docs/raft.md says why).
+``raft.leader.RaftLeader`` decides every answer; this module authorizes, and parks a Fetch that finds
+nothing new for up to its ``MaxWaitMs`` (Kafka's fetch purgatory). The committer's publish hook, called
+once a batch is durable, wakes the parked fetches: no polling.
 
 Authorization is Kafka's ``ControllerApis.handleFetch`` / ``handleFetchSnapshot``: CLUSTER_ACTION on
 the cluster, else the request's error response with ``CLUSTER_AUTHORIZATION_FAILED``.

@@ -1,0 +1,197 @@
+"""What the operator commands (``topics``, ``configs``, ``acls``) share, so each feels like the Kafka tool it
+stands in for: the connection flags, Kafka client properties turned into confluent-kafka's, the output mode,
+exit codes, and terminal manners.
+
+- **Connection.** ``--bootstrap-server`` (or ``--bootstrap-controller``, KIP-919, where Kafka's tool has it)
+  and ``--command-config FILE``: Kafka's Java client properties (``security.protocol``, ``sasl.mechanism``,
+  ``sasl.jaas.config``, ``ssl.truststore.location`` ...). :func:`confluent_config` maps them to librdkafka's
+  names; a property that cannot be honoured (a JKS trust store) is a :class:`UsageError`, never ignored.
+- **Exit codes.** 0 success, 1 a server-side or connection error (:class:`CommandError`, or a
+  ``KafkaException``), 2 bad usage (:class:`UsageError`, and argparse's own). Each error is one line on stderr
+  naming what was wrong, never a traceback.
+- **Output.** ``--output text`` (the default, the Kafka tool's format) or ``--output json``.
+- **Terminal manners.** Progress only when stdout is a terminal; :func:`confirm` asks only on a terminal;
+  a closed pipe (``| head``) ends the command quietly (``ksteward.cli.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ksteward.configs.properties import load_properties
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+T = TypeVar("T")
+
+
+class UsageError(Exception):
+    """Bad flags or a bad ``--command-config``: exit code 2."""
+
+
+class CommandError(Exception):
+    """The server refused, or could not be reached: exit code 1."""
+
+
+# --- connection -----------------------------------------------------------------------------------------
+
+
+def add_connection_flags(parser: argparse.ArgumentParser, *, controller: bool) -> None:
+    """``--bootstrap-server`` / ``--bootstrap-controller`` (only where Kafka's tool has it), ``--command-config``
+    and ``--output``."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--bootstrap-server", metavar="HOST:PORT[,...]", help="brokers to connect to")
+    if controller:
+        where.add_argument("--bootstrap-controller", metavar="HOST:PORT[,...]",
+                           help="controllers to connect to directly (KIP-919)")  # fmt: skip
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, "
+                             "ssl.truststore.location (PEM) ...")  # fmt: skip
+    parser.add_argument("--output", choices=("text", "json"), default="text",
+                        help="text (the Kafka tool's format, the default) or json")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where to connect and how: the flags, with the ``--command-config`` properties read."""
+
+    bootstrap: str
+    to_controller: bool  # --bootstrap-controller
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+
+def connection(args: argparse.Namespace) -> Connection:
+    path = getattr(args, "command_config", None)
+    try:
+        properties = load_properties(path) if path else {}
+    except OSError as exc:
+        raise UsageError(f"cannot read --command-config {path}: {exc.strerror or exc}") from None
+    controller = getattr(args, "bootstrap_controller", None)
+    return Connection(controller or args.bootstrap_server, controller is not None, properties)
+
+
+_PASSED_THROUGH = ("security.protocol", "sasl.mechanism", "client.id")
+
+
+def confluent_config(conn: Connection, **extra: Any) -> dict[str, Any]:
+    """librdkafka's configuration for ``conn``'s Kafka client properties. Raises :class:`UsageError` for a
+    property it cannot honour. (librdkafka has no ``bootstrap.controllers``: a caller with
+    ``conn.to_controller`` must use ksteward's own client.)"""
+    props = conn.properties
+    config: dict[str, Any] = {"bootstrap.servers": conn.bootstrap, **extra}
+    for key in _PASSED_THROUGH:
+        if props.get(key):
+            config[key] = props[key].strip()
+    if props.get("sasl.jaas.config"):
+        config.update(_sasl_login(props["sasl.jaas.config"]))
+    config.update(_ssl_settings(props))
+    if props.get("request.timeout.ms"):
+        config["socket.timeout.ms"] = props["request.timeout.ms"].strip()
+    return config
+
+
+def _sasl_login(jaas: str) -> dict[str, str]:
+    from ksteward.protocol.sasl import parse_jaas_config
+
+    try:
+        entries = parse_jaas_config(jaas)
+    except ValueError as exc:
+        raise UsageError(f"sasl.jaas.config in --command-config: {exc}") from None
+    options = entries[0].options if entries else {}
+    if "username" not in options or "password" not in options:
+        raise UsageError("sasl.jaas.config in --command-config needs username and password options")
+    return {"sasl.username": options["username"], "sasl.password": options["password"]}
+
+
+def _ssl_settings(props: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kind in ("truststore", "keystore"):
+        location = props.get(f"ssl.{kind}.location", "").strip()
+        store_type = props.get(f"ssl.{kind}.type", "PEM" if location.endswith((".pem", ".crt")) else "JKS")
+        if location and store_type.strip().upper() != "PEM":
+            raise UsageError(f"ssl.{kind}.location {location}: only PEM files are supported (ssl.{kind}.type=PEM)")
+    if props.get("ssl.truststore.location"):
+        out["ssl.ca.location"] = props["ssl.truststore.location"].strip()
+    if props.get("ssl.keystore.location"):  # a PEM key store holds the certificate chain and the private key
+        out["ssl.certificate.location"] = out["ssl.key.location"] = props["ssl.keystore.location"].strip()
+    if props.get("ssl.key.password"):
+        out["ssl.key.password"] = props["ssl.key.password"]
+    if "ssl.endpoint.identification.algorithm" in props:
+        algorithm = props["ssl.endpoint.identification.algorithm"].strip().lower()
+        out["ssl.endpoint.identification.algorithm"] = algorithm or "none"
+    return out
+
+
+def confluent_admin(conn: Connection, **extra: Any) -> Any:
+    """A confluent-kafka AdminClient for ``conn``."""
+    if conn.to_controller:
+        raise UsageError("--bootstrap-controller is not supported by this operation")
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient(confluent_config(conn, **extra))
+
+
+# --- output ---------------------------------------------------------------------------------------------
+
+
+def print_json(document: Any) -> None:
+    """One JSON document on stdout, keys in the order given (the documented schema's order)."""
+    json.dump(document, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+
+
+def progress(items: Iterable[T], total: int, label: str) -> Iterator[T]:
+    """``items``, with a counter on stderr while stdout is a terminal; nothing when the output is piped."""
+    show = sys.stdout.isatty() and sys.stderr.isatty() and total > 1
+    for done, item in enumerate(items, 1):
+        if show:
+            sys.stderr.write(f"\r{label}: {done}/{total}")
+            sys.stderr.flush()
+        yield item
+    if show:
+        sys.stderr.write("\n")
+
+
+def confirm(question: str, *, force: bool) -> bool:
+    """Ask ``question`` on a terminal (y/N); True without asking under ``--force`` or when stdin is not one
+    (a script), as Kafka's tools proceed when they are scripted."""
+    if force or not sys.stdin.isatty():
+        return True
+    try:
+        answer = input(f"{question} (y/N) ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+# --- running --------------------------------------------------------------------------------------------
+
+
+def run_command(name: str, body: Callable[[], int]) -> int:
+    """Run one command's ``body`` and turn its failures into a line on stderr and Kafka-tool exit codes."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return body()
+    except UsageError as exc:
+        print(f"ksteward {name}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except CommandError as exc:
+        print(f"ksteward {name}: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KafkaException as exc:
+        print(f"ksteward {name}: {describe_kafka_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def describe_kafka_error(exc: Any) -> str:
+    """A ``KafkaException``'s error as ``NAME: message`` (Kafka's error name, as its tools print it)."""
+    error = exc.args[0] if exc.args else None
+    if error is None or not hasattr(error, "name"):
+        return str(exc)
+    return f"{error.name()}: {error.str()}"
