@@ -64,6 +64,7 @@ bench: dev
 	$(PY) -m bench.pipeline
 	$(PY) -m bench.forwarding
 	$(PY) -m bench.catchup
+	$(PY) -m bench.replication_lag
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules

@@ -184,7 +184,10 @@ class MetadataFollower:
     # --- publishing committed records -----------------------------------------------------------------
     async def _publish(self, installed: bool) -> None:
         if installed:
-            self._install_snapshot(self.follower_log.installed[-1].snapshot)
+            # Decoding a large snapshot and building its image and ACL index takes seconds (about 13 s at
+            # 1,000,000 ACLs): off the event loop, so heartbeats and requests go on meanwhile. The authorizer
+            # swaps its whole ACL set at once, and the image follows on the loop.
+            self.image = await asyncio.to_thread(self._load_snapshot, self.follower_log.installed[-1].snapshot)
         hw = self.follower_log.high_watermark
         if hw is not None and hw > self.image.offset + 1:
             self._apply_committed(hw)
@@ -221,8 +224,9 @@ class MetadataFollower:
                 continue
             self._authorizer.add_acl(acl_id, binding, offset=after.offset)
 
-    def _install_snapshot(self, snapshot: OffsetAndEpoch) -> None:
-        """The snapshot delta: a new image from the snapshot alone, and the authorizer's ACL set swapped whole."""
+    def _load_snapshot(self, snapshot: OffsetAndEpoch) -> MetadataImage:
+        """The snapshot delta: a new image from the snapshot alone (returned), and the authorizer's ACL set
+        swapped whole. Runs in a worker thread; the follower's task waits for it, so nothing else replays."""
         path = next(
             s.path
             for s in self.follower_log.log.snapshots()
@@ -230,8 +234,8 @@ class MetadataFollower:
         )
         end_offset, epoch, values = read_snapshot(path)
         image = image_from_records((decode_record(v) for v in values), offset=end_offset - 1, epoch=epoch)
-        self.image = image
         if self._authorizer is not None:
             bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
             self._authorizer.load_snapshot(bindings, offset=image.offset)
         log.info("loaded metadata snapshot %s: image at offset %d", path.name, image.offset)
+        return image
