@@ -45,6 +45,7 @@ class ReplicaLogMixin:
         def _write_batch(self, data: bytes) -> Segment: ...
         def _bytes_from(self, offset: int) -> int: ...
         def _prune_snapshots(self) -> None: ...
+        def _snapshots_changed(self) -> None: ...
         @property
         def log_start_offset(self) -> int: ...
 
@@ -195,7 +196,7 @@ class ReplicaLogMixin:
     def begin_snapshot_download(self, end_offset: int, epoch: int) -> SnapshotDownload:
         """A snapshot file to fill with the chunks FetchSnapshot returns (``snapshot_file.SnapshotDownload``)."""
         self._check_writable()
-        return SnapshotDownload(self.directory, end_offset, epoch)
+        return SnapshotDownload(self.directory, end_offset, epoch, on_complete=self._snapshots_changed)
 
     def truncate_to_latest_snapshot(self) -> bool:
         """Kafka's ``truncateToLatestSnapshot``: when the newest snapshot is past this log (a higher epoch

@@ -16,7 +16,7 @@ import mmap
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -193,8 +193,11 @@ class SnapshotDownload:
     nothing behind.
     """
 
-    def __init__(self, directory: Path, end_offset: int, epoch: int) -> None:
+    def __init__(
+        self, directory: Path, end_offset: int, epoch: int, on_complete: Callable[[], None] | None = None
+    ) -> None:
         self.end_offset = end_offset
+        self._on_complete = on_complete  # told once the snapshot is in place (the log's snapshot list changed)
         self.epoch = epoch
         self.final = directory / snapshot_file_name(end_offset, epoch)
         self.part = self.final.with_name(self.final.name + ".part")
@@ -227,6 +230,9 @@ class SnapshotDownload:
         except BaseException:
             self.abort()
             raise
+        finally:
+            if self._on_complete is not None:
+                self._on_complete()
         return self.final
 
     def abort(self) -> None:
