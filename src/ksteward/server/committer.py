@@ -133,18 +133,30 @@ class GroupCommitter:
                         fut.set_exception(RuntimeError("metadata log fsync failed"))
                 return
             self.fsyncs += 1
+            durable = []
             while self._pending and self._pending[0][0] <= target:
                 offset, image, records, fut = self._pending.popleft()
-                self._publish(image, records)
+                self._make_visible(image, records)
                 if not fut.done():
                     fut.set_result(offset)
+                durable.append((image, records))
+            # The hooks (the Raft leader waking parked fetches) run after every waiting request was resolved,
+            # so the event loop writes the clients' answers before it encodes the followers' fetch responses.
+            for image, records in durable:
+                self._run_hooks(image, records)
             self._maybe_snapshot()
 
     def _publish(self, image: MetadataImage, records: list[Any]) -> None:
         """Make one durable batch visible: readers switch to its image, publishers see its records."""
+        self._make_visible(image, records)
+        self._run_hooks(image, records)
+
+    def _make_visible(self, image: MetadataImage, records: list[Any]) -> None:
         self._published = image
         if self._on_publish is not None:
             self._on_publish(image, records)
+
+    def _run_hooks(self, image: MetadataImage, records: list[Any]) -> None:
         for hook in self.publish_hooks:
             hook(image, records)
 
