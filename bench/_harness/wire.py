@@ -21,6 +21,7 @@ from kio.serial import entity_reader, entity_writer
 
 from bench._harness.cpu import CpuMeter, Measured
 from ksteward.protocol.build import build
+from ksteward.protocol.varint import read_uvarint
 
 HOST = "127.0.0.1"
 CLIENT_ID = "ksteward-bench"
@@ -83,11 +84,28 @@ def with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
 
 
 def decode_response(api_key: int, api_version: int, payload: bytes) -> tuple[int, Any]:
-    """(correlation id, body) of one response payload (the frame without its length)."""
+    """(correlation id, body) of one response payload (the frame without its length). A flexible header's
+    tagged fields are skipped (kio's reader refuses tags it does not know, such as ksteward's read-your-writes
+    offset on a mutation's answer)."""
     cls: Any = load_response_schema(api_key, api_version)
-    header, offset = _reader(cls.__header_schema__)(payload, 0)
+    if cls.__header_schema__.__flexible__:
+        (correlation_id,) = _SIZE.unpack_from(payload, 0)
+        offset = _skip_tags(payload, 4)
+    else:
+        header, offset = _reader(cls.__header_schema__)(payload, 0)
+        correlation_id = int(header.correlation_id)
     body, _ = _reader(cls)(payload, offset)
-    return int(header.correlation_id), body
+    return correlation_id, body
+
+
+def _skip_tags(buf: bytes, pos: int) -> int:
+    """The position after the tagged-field section at ``pos``."""
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+    return pos
 
 
 # --- the client ------------------------------------------------------------------------------------
