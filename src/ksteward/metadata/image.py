@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
 
+import immutables
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i16, i32, i64
 
@@ -185,13 +186,15 @@ class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
     writes back, byte for byte), with ``by_binding``, the id of each ACL keyed by its binding.
 
     ``by_binding`` is the 7-tuple index: CreateAcls finds a duplicate in it, DeleteAcls scans it with its
-    filters, so the controller keeps no copy of its own. It lists the records in log order and leaves out
-    those no binding can hold (see :func:`acl_binding`); if a foreign log stores one 7-tuple under two ids,
-    the first id is the one indexed, as Kafka's authorizer refuses the second.
+    filters, so the controller keeps no copy of its own. It leaves out the records no binding can hold (see
+    :func:`acl_binding`); if a foreign log stores one 7-tuple under two ids, the first id is the one indexed,
+    as Kafka's authorizer refuses the second. Neither map has an order (nor has Kafka's ``AclsImage``).
     """
 
-    records: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=_empty)
-    by_binding: Mapping[AclBinding, uuid.UUID | None] = field(default_factory=_empty)
+    # Persistent maps (HAMTs): the next image shares all but the changed paths with this one, so an ACL
+    # change costs O(log n), not a copy of every ACL (``MetadataDelta``).
+    records: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=immutables.Map)
+    by_binding: Mapping[AclBinding, uuid.UUID | None] = field(default_factory=immutables.Map)
 
     def __getitem__(self, acl_id: uuid.UUID | None) -> AccessControlEntryRecord:
         return self.records[acl_id]
