@@ -210,3 +210,13 @@ def test_warning_topic_that_does_not_exist() -> None:
     assert [w["message"] for w in warnings] == ["topic `orders` does not exist"]
     assert codes(new[:1], {}, KNOWN_FALSE, {"orders"}) == []
     assert codes(new[1:2], {}, KNOWN_FALSE, {"orders"}) == ["unknown-topic"]
+
+
+def test_audit_whatif_without_pyspark_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from ksteward.cli.acls import audit_whatif
+
+    monkeypatch.setitem(sys.modules, "ksteward.pipeline.decide", None)  # what a missing pyspark looks like
+    assert audit_whatif.audit_flips("dir", [], AuthorizerSettings(), create=[], delete=[]) is None
+    assert audit_whatif.MISSING.startswith("pyspark is not installed")

@@ -131,9 +131,15 @@ def who_can(auth: StandardAuthorizer, operation: AclOperation, pattern: Pattern)
             continue
         allowing = [a for a in on_resource if a.permission_type is ALLOW and allow_grants(a.operation, operation)
                     and a.principal in (principal, WILDCARD_PRINCIPAL) and a.host in (host, WILDCARD_HOST)]  # fmt: skip
-        narrowed = [a for a in on_resource if a.permission_type is not ALLOW and deny_denies(a.operation, operation)
-                    and _covers(principal, a.principal, WILDCARD_PRINCIPAL) and _covers(host, a.host, WILDCARD_HOST)
-                    and decision.rule is not Rule.SUPER_USER]  # fmt: skip  (no DENY applies to a super user)
+        narrowed = [
+            a
+            for a in on_resource
+            if a.permission_type is not ALLOW
+            and deny_denies(a.operation, operation)
+            and _covers(principal, a.principal, WILDCARD_PRINCIPAL)
+            and _covers(host, a.host, WILDCARD_HOST)
+            and decision.rule is not Rule.SUPER_USER
+        ]  # fmt: skip  (no DENY applies to a super user)
         rows.append({
             "principal": principal,
             "host": host,

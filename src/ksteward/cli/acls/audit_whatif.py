@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ksteward.authorizer import AclBinding, AuthorizerSettings
+from ksteward.cli.admin_common import UsageError
 
 MISSING = "pyspark is not installed: --audit-dir needs it (pip install pyspark); the what-if part was skipped"
 
@@ -21,17 +22,21 @@ def audit_flips(
     create: list[AclBinding],
     delete: list[AclBinding],
 ) -> dict[str, Any] | None:
-    """The flips, counted (``None`` when pyspark is missing). Raises ``InputError`` for an unreadable DIR."""
+    """The flips, counted (``None`` when pyspark is missing). ``UsageError`` for a DIR without audit files."""
     try:
         from ksteward.pipeline.decide import acl_frame
         from ksteward.pipeline.jobs._shared import release_checkpoint
         from ksteward.pipeline.jobs.whatif import ALLOWED_TO_DENIED, Plan, whatif
-        from ksteward.pipeline.readers import read_audit
+        from ksteward.pipeline.readers import InputError, read_audit
         from ksteward.pipeline.session import spark_session
     except ImportError:
         return None
-    spark = spark_session(app_name="ksteward-acls-whatif", **{"spark.ui.showConsoleProgress": "false"})
-    events = read_audit(spark, [audit_dir]).frame
+    spark = spark_session(app_name="ksteward-acls-whatif")
+    spark.sparkContext.setLogLevel("ERROR")  # the dry run's output is ours; Spark's notices would bury it
+    try:
+        events = read_audit(spark, [audit_dir]).frame
+    except InputError as exc:
+        raise UsageError(f"--audit-dir {exc}") from None
     acls = acl_frame(spark, [(f"live:{i}", acl) for i, acl in enumerate(live_acls)])
     flips = whatif(events, acls, settings, Plan(create=tuple(create), delete=tuple(delete)))
     try:
