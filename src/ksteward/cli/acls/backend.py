@@ -72,9 +72,10 @@ class ConfluentBackend:
     def describe(self, acl_filter: AclBindingFilter) -> list[AclBinding]:
         found = self._admin.describe_acls(_to_confluent_filter(acl_filter), request_timeout=TIMEOUT_S)
         acls = [_from_confluent(b) for b in found.result(timeout=TIMEOUT_S)]
-        if any(a.is_unknown for a in acls):
-            # confluent-kafka reads a USER or DELEGATION_TOKEN ACL (or a CreateTokens one) as UNKNOWN: ask again
-            # with ksteward's own client when this connection allows it.
+        if not acls or any(a.is_unknown for a in acls):
+            # confluent-kafka reads a USER or DELEGATION_TOKEN ACL (or a CreateTokens one) as UNKNOWN, and (seen
+            # with librdkafka 2.16) answers an empty list where DescribeAcls failed as a whole (error 31, no
+            # DESCRIBE on the cluster): ask again with ksteward's own client when this connection allows it.
             try:
                 with WireBackend(self._conn) as wire:
                     return wire.describe(acl_filter)
