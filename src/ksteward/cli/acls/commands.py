@@ -225,8 +225,9 @@ def _remove(args: argparse.Namespace, conn: Connection, expansion: options.Expan
             backend = open_backend(conn, wire=True)
         known: KnownSettings | None = None
         refused: list[dict[str, Any]] = []
-        protected = _protected(args, conn)
+        protected: dict[str, list[str]] = {}
         if not args.force and any(a.resource_type is ResourceType.CLUSTER for a in matched):
+            protected = _protected(args, conn)  # only a CLUSTER ACL can carry ALTER on the cluster
             known = known_settings(args, backend)
             cluster = backend.describe(AclBindingFilter(ResourceType.CLUSTER))
             refused = answers.lockouts(cluster, matched, known.settings, protected)
@@ -279,6 +280,9 @@ def _protected(args: argparse.Namespace, conn: Connection) -> dict[str, list[str
     caller = caller_principal(conn)
     if caller:
         out[caller] = hosts
+    else:
+        _say("note", ["the caller's principal cannot be known from --command-config (TLS certificate, Kerberos or "
+                      "OAuth): the lockout guard protects only the --protect-principal principals"])  # fmt: skip
     for p in args.protect_principal or []:
         out.setdefault(options.parse_principal(p.strip()), [])
     return out
