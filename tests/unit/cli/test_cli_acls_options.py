@@ -220,3 +220,63 @@ def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
         build_parser().parse_args(["acls", "--help"])
     out = capsys.readouterr().out
     assert "examples:" in out and "--who-can --operation Read --topic orders" in out
+
+
+class FakeBackend:
+    """What ``known_settings`` and the removal read, without a cluster."""
+
+    def __init__(self, configs: dict[str, str | None] | None) -> None:
+        self.configs = configs
+        self.deleted: list[AclBindingFilter] = []
+
+    def broker_configs(self) -> dict[str, str | None] | None:
+        return self.configs
+
+    def delete(self, filters: list[AclBindingFilter]) -> list[AclBinding]:
+        self.deleted += filters
+        return []
+
+
+@pytest.mark.parametrize("configs, flags, super_users, allow, notes", [
+    ({"super.users": "User:a; User:b", "allow.everyone.if.no.acl.found": "TRUE"}, [], {"User:a", "User:b"}, True, []),
+    ({"super.users": None, "allow.everyone.if.no.acl.found": None}, [], set(), False,
+     ["super.users: DescribeConfigs hides its value", "allow.everyone.if.no.acl.found: DescribeConfigs hides"]),
+    ({}, [], set(), False, ["super.users: DescribeConfigs does not return it", "allow.everyone.if.no.acl.found: "
+                                                                               "DescribeConfigs does not return it"]),
+    (None, [], set(), False, ["super.users: DescribeConfigs on the broker failed", "allow.everyone.if.no.acl.found"]),
+    (None, ["--super-users", "User:s", "--allow-everyone-if-no-acl-found", "true"], {"User:s"}, True, []),
+])  # fmt: skip
+def test_known_settings_flags_then_describeconfigs_then_assumptions(
+    configs: dict[str, str | None] | None, flags: list[str], super_users: set[str], allow: bool, notes: list[str]
+) -> None:
+    from ksteward.cli.acls.commands import known_settings
+
+    known = known_settings(parse("--who-can", *flags), FakeBackend(configs))  # type: ignore[arg-type]
+    assert (set(known.settings.super_users), known.settings.allow_everyone_if_no_acl_found) == (super_users, allow)
+    assert len(known.notes) == len(notes)
+    assert all(n.startswith(want) for n, want in zip(known.notes, notes, strict=True))
+    assert known.allow_everyone_known == (not any(n.startswith("allow.everyone") for n in notes))
+
+
+def test_removal_asks_kafkas_question_per_resource(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksteward.cli.acls import commands
+
+    asked: list[str] = []
+    monkeypatch.setattr(commands, "confirm", lambda q, force: asked.append(q) or "all" in q)
+    args = parse("--remove", "--topic", "a", "--group", "g")
+    backend = FakeBackend({})
+    commands._confirm_and_delete(args, backend, options.filter_to_entries(args))  # type: ignore[arg-type]
+    assert asked == [
+        "Are you sure you want to delete all ACLs for resource filter "
+        "`ResourcePatternFilter(resourceType=TOPIC, name=a, patternType=LITERAL)`?",
+        "Are you sure you want to delete all ACLs for resource filter "
+        "`ResourcePatternFilter(resourceType=GROUP, name=g, patternType=LITERAL)`?",
+    ]
+    assert backend.deleted == [AclBindingFilter(TOPIC, "a", LIT), AclBindingFilter(GROUP, "g", LIT)]
+    asked.clear()
+    args = parse("--remove", "--topic", "a", "--allow-principal", "User:x", "--operation", "Read")
+    commands._confirm_and_delete(args, FakeBackend({}), options.filter_to_entries(args))  # type: ignore[arg-type]
+    assert asked == [
+        "Are you sure you want to remove ACLs: \n \t(principal=User:x, host=*, operation=READ, permissionType=ALLOW)"
+        "\n from resource filter `ResourcePatternFilter(resourceType=TOPIC, name=a, patternType=LITERAL)`?"
+    ]

@@ -38,7 +38,7 @@ ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 
 @dataclass(frozen=True)
 class KnownSettings:
-    """The broker settings the answers use, and how each was learnt (``None`` in ``notes`` order: assumed)."""
+    """The broker settings the answers use; ``notes`` says each one that was assumed rather than read."""
 
     settings: AuthorizerSettings
     notes: list[str] = field(default_factory=list)

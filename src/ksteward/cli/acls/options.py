@@ -147,6 +147,8 @@ def check_args(args: argparse.Namespace) -> str:
                          "--transactional-id option should be specified.")  # fmt: skip
     if args.dry_run and action not in ("add", "remove"):
         raise UsageError("--dry-run is only available with --add or --remove")
+    if args.host and action != "explain":
+        raise UsageError("--host is only available with --explain")
     if args.audit_dir and not args.dry_run:
         raise UsageError("--audit-dir is only available with --dry-run")
     if action in ANSWERS:
