@@ -163,7 +163,15 @@ def _add(args: argparse.Namespace, conn: Connection, expansion: options.Expansio
     try:
         existing = {p: backend.describe(AclBindingFilter(p.resource_type, p.name, PatternType.MATCH))
                     for p in expansion}  # fmt: skip
-        known = known_settings(args, backend)
+        # The broker settings matter here only for a resource without ACLs (the allow-everyone trap) and for
+        # the what-if; otherwise they are not read, and nothing is said about them.
+        if args.audit_dir or any(not existing[p] for p in expansion):
+            known = known_settings(args, backend)
+            if not args.audit_dir:  # super.users plays no part in the warning
+                allow_notes = [n for n in known.notes if n.startswith("allow.everyone")]
+                known = KnownSettings(known.settings, allow_notes, known.allow_everyone_known)
+        else:
+            known = KnownSettings(AuthorizerSettings())
         topics = backend.topics() if any(p.resource_type is ResourceType.TOPIC for p in expansion) else None
         new, present, lines = _plan_add(expansion, existing)
         warnings = answers.add_warnings(new, existing, known, topics)
