@@ -17,7 +17,6 @@ from ksteward.authorizer import (
     PatternType,
     ResourceType,
 )
-from ksteward.authorizer._settings import parse_allow_everyone, parse_super_users
 from ksteward.cli.admin_common import EXIT_ERROR, EXIT_OK, Connection, UsageError, confirm, connection, print_json
 
 from . import answers, options
@@ -62,12 +61,12 @@ def known_settings(args: argparse.Namespace, backend: AclBackend) -> KnownSettin
     super_text = _setting("super.users", args.super_users, read, "empty", "--super-users", notes)
     allow_text = _setting("allow.everyone.if.no.acl.found", args.allow_everyone_if_no_acl_found, read,
                           "false, Kafka's default", "--allow-everyone-if-no-acl-found", notes)  # fmt: skip
-    try:
-        super_users = parse_super_users(super_text)
+    try:  # Kafka's parsing of the two property strings (AuthorizerSettings.from_config)
+        settings = AuthorizerSettings.from_config({"super.users": super_text,
+                                                   "allow.everyone.if.no.acl.found": allow_text})  # fmt: skip
     except InvalidConfigError as exc:
         raise UsageError(f"super.users: {exc}") from None
-    allow_known = allow_text is not None
-    return KnownSettings(AuthorizerSettings(super_users, parse_allow_everyone(allow_text)), notes, allow_known)
+    return KnownSettings(settings, notes, allow_text is not None)
 
 
 def _setting(key: str, flag: str | None, read: dict[str, str | None] | None, assumed: str, option: str,
