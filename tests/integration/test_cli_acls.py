@@ -110,6 +110,13 @@ def test_producer_consumer_and_idempotent_expand_as_aclcommand(server: KstewardS
         ("TRANSACTIONAL_ID", "sc-tx", "LITERAL", "User:app", "*", "DESCRIBE", "ALLOW"),
         ("CLUSTER", "kafka-cluster", "LITERAL", "User:app", "*", "IDEMPOTENT_WRITE", "ALLOW"),
     }  # fmt: skip
+    # --remove with the producer shortcut removes exactly the producer's ACLs (the consumer's READs stay).
+    ok(acls(server, "--remove", "--producer", "--idempotent", "--allow-principal", "User:app", "--topic", "sc-t",
+            "--transactional-id", "sc-tx", "--force"))  # fmt: skip
+    assert state(server, (None, None, None, "User:app", None, None, None)) == {
+        ("TOPIC", "sc-t", "LITERAL", "User:app", "*", "READ", "ALLOW"),
+        ("GROUP", "sc-g", "LITERAL", "User:app", "*", "READ", "ALLOW"),
+    }
 
 
 def test_add_and_list_output_line_by_line(server: KstewardServer) -> None:
@@ -136,6 +143,8 @@ def test_add_and_list_output_line_by_line(server: KstewardServer) -> None:
     assert ok(acls(server, "--list", "--topic", "fmt-topic")).stdout.splitlines() == block
     matched = ok(acls(server, "--list", "--topic", "fmt-topic", "--resource-pattern-type", "match")).stdout
     assert matched.splitlines() == prefixed + block  # sorted by type, name, pattern type
+    exact = ok(acls(server, "--list", "--topic", "fmt-", "--resource-pattern-type", "any")).stdout
+    assert exact.splitlines() == prefixed  # ANY: any pattern type, the name exactly
     mine = ok(acls(server, "--list", "--topic", "fmt-topic", "--principal", "User:fa")).stdout.splitlines()
     assert mine == ["ACLs for principal `User:fa`", *block[:2], ""]
     listed = json.loads(ok(acls(server, "--list", "--topic", "fmt-topic", "--output", "json")).stdout)
