@@ -17,6 +17,12 @@ from ksteward.cli.admin_common import add_connection_flags
 
 from .options import parse_pattern_type
 
+DESCRIPTION = (
+    "Kafka's kafka-acls.sh (AclCommand): same flags and output, against ksteward or any Kafka cluster, plus "
+    "--dry-run (with --audit-dir), --who-can, --explain, a lockout guard on --remove and warnings. "
+    "Reference: docs/cli-acls.md."
+)
+
 EXAMPLES = """\
 examples:
   ksteward acls --bootstrap-server localhost:9092 --add --allow-principal User:alice --operation Read --topic orders
@@ -39,7 +45,7 @@ exit codes: 0 success, 1 a server-side error or a refused removal (lockout guard
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("acls", help="kafka-acls.sh's flags and output, plus who-can, explain and dry runs",
-                       description=__doc__.split("\n\n")[0], epilog=EXAMPLES,
+                       description=DESCRIPTION, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     add_connection_flags(p, controller=True)
     actions = p.add_argument_group("actions (exactly one)")

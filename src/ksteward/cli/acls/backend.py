@@ -41,7 +41,7 @@ def needs_wire(items: Iterable[AclBinding | AclBindingFilter]) -> bool:
     return any(i.resource_type in _WIRE_ONLY_TYPES or i.operation in _WIRE_ONLY_OPS for i in items)
 
 
-def open_backend(conn: Connection, *, wire: bool = False) -> AclBackend | WireBackend:
+def open_backend(conn: Connection, *, wire: bool = False) -> AclBackend:
     """The backend for ``conn``: ksteward's own client for ``--bootstrap-controller`` or when ``wire``."""
     if conn.to_controller or wire:
         return WireBackend(conn)
