@@ -136,6 +136,35 @@ def confluent_admin(conn: Connection, **extra: Any) -> Any:
     return AdminClient(confluent_config(conn, **extra))
 
 
+def caller_username(conn: Connection) -> str | None:
+    """The user ``--command-config`` logs in as (``username`` in ``sasl.jaas.config``), or None."""
+    jaas = conn.properties.get("sasl.jaas.config")
+    return _sasl_login(jaas)["sasl.username"] if jaas else None
+
+
+def ksteward_admin(conn: Connection) -> Any:
+    """ksteward's own wire client (:mod:`ksteward.cli.admin_client`) for what confluent-kafka cannot send:
+    DeleteTopics v7, ``--bootstrap-controller``, client quotas, BROKER_LOGGER configs. It speaks PLAINTEXT or
+    SASL_PLAINTEXT with PLAIN only; anything else is a :class:`UsageError` saying so."""
+    from ksteward.cli.admin_client import AdminClient, AdminError
+
+    protocol = conn.properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    login: tuple[str, str] | None = None
+    if protocol == "SASL_PLAINTEXT":
+        mechanism = conn.properties.get("sasl.mechanism", "GSSAPI").strip().upper()
+        if mechanism != "PLAIN":
+            raise UsageError(f"sasl.mechanism={mechanism}: this operation logs in with PLAIN only")
+        options = _sasl_login(conn.properties.get("sasl.jaas.config", ""))
+        login = (options["sasl.username"], options["sasl.password"])
+    elif protocol != "PLAINTEXT":
+        raise UsageError(f"security.protocol={protocol}: this operation supports PLAINTEXT and SASL_PLAINTEXT only")
+    address = conn.bootstrap.split(",")[0].strip()
+    try:
+        return AdminClient(address, sasl_plain=login, timeout=30.0)
+    except (OSError, AdminError) as exc:
+        raise CommandError(f"cannot connect to {address}: {exc}") from None
+
+
 # --- output ---------------------------------------------------------------------------------------------
 
 
@@ -176,6 +205,8 @@ def run_command(name: str, body: Callable[[], int]) -> int:
     """Run one command's ``body`` and turn its failures into a line on stderr and Kafka-tool exit codes."""
     from confluent_kafka import KafkaException
 
+    from ksteward.cli.admin_client import AdminError
+
     try:
         return body()
     except UsageError as exc:
@@ -186,6 +217,11 @@ def run_command(name: str, body: Callable[[], int]) -> int:
         return EXIT_ERROR
     except KafkaException as exc:
         print(f"ksteward {name}: {describe_kafka_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # the reader went away: ksteward.cli.main ends quietly
+    except (AdminError, OSError) as exc:  # ksteward's own client: Kafka's error name and message, or the socket's
+        print(f"ksteward {name}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 
