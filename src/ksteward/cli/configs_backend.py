@@ -59,6 +59,13 @@ def _uses_wire(conn: Connection, entity_type: str, name: str) -> bool:
 _ADMINS: dict[int, Any] = {}
 
 
+def _wire_can_log_in(conn: Connection) -> bool:
+    """Whether ksteward's client can log in as ``conn`` says (PLAINTEXT, or SASL_PLAINTEXT with PLAIN)."""
+    protocol = conn.properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    mechanism = conn.properties.get("sasl.mechanism", "").strip().upper()
+    return protocol == "PLAINTEXT" or (protocol == "SASL_PLAINTEXT" and mechanism == "PLAIN")
+
+
 def _confluent(conn: Connection) -> Any:
     """One confluent-kafka AdminClient per connection, kept for the command's life (a client dropped while a
     request is in flight fails it with _DESTROY)."""
@@ -79,7 +86,10 @@ def _resource(rtype: ConfigResourceType, name: str, **kwargs: Any) -> Any:
 def describe_configs(conn: Connection, entity_type: str, name: str, *, synonyms: bool = True) -> list[Entry]:
     """DescribeConfigs of one resource (with synonyms, as ConfigCommand asks)."""
     rtype = RESOURCE_TYPES[entity_type]
-    if _uses_wire(conn, entity_type, name):
+    # confluent-kafka keys a config's synonyms by name, so synonyms of one name (a broker key's per-broker,
+    # default and static values; log.cleanup.policy both static and default) collapse into one: describe
+    # through ksteward's client whenever it can log in, through confluent-kafka otherwise (SSL, SCRAM).
+    if _uses_wire(conn, entity_type, name) or _wire_can_log_in(conn):
         with ksteward_admin(conn) as wire:
             body = wire.request(ApiKey.DESCRIBE_CONFIGS, {
                 "resources": [{"resource_type": int(rtype), "resource_name": name, "configuration_keys": None}],
