@@ -158,8 +158,8 @@ def test_quotas_for_users_clients_and_ips(plaintext_server: KstewardServer) -> N
 
 @pytest.fixture(scope="module")
 def scram_server(tmp_path_factory: pytest.TempPathFactory) -> KstewardServer:
-    server = KstewardServer(tmp_path_factory.mktemp("cliscram"), "sasl", {"super.users": "User:admin;User:carol"},
-                            name="cliscram")  # fmt: skip
+    supers = {"super.users": "User:admin;User:carol;User:ANONYMOUS"}
+    server = KstewardServer(tmp_path_factory.mktemp("cliscram"), "sasl", supers, name="cliscram")
     server.start()
     yield server  # type: ignore[misc]
     server.kill()
@@ -220,3 +220,20 @@ def test_scram_credentials_and_the_lockout_guard(scram_server: KstewardServer, t
     low = configs(s, "--alter", "--user", "bob", "--add-config", f"SCRAM-SHA-256=[iterations=10,password={SECRET}]",
                   config=admin)  # fmt: skip
     assert low.returncode == 2 and SECRET not in low.stderr
+
+
+def test_scram_through_the_controller_listener(scram_server: KstewardServer) -> None:
+    """--bootstrap-controller: ksteward's client salts the password itself (SCRAM's Hi(), PBKDF2); the server's
+    SASL listener then accepts it, so the salting is right. ANONYMOUS is a super user on this server's
+    PLAINTEXT controller listener."""
+    s = scram_server
+    controller = ["configs", "--bootstrap-controller", f"127.0.0.1:{s.controller_port}"]
+    add = f"SCRAM-SHA-512=[iterations=4096,password={SECRET}]"
+    done = ok(ksteward_cli(*controller, "--alter", "--user", "dave", "--add-config", add))
+    assert done == "Completed updating config for user dave.\n"
+    assert _can_log_in(s, "SCRAM-SHA-512", "dave", SECRET)
+    assert ok(ksteward_cli(*controller, "--describe", "--user", "dave")) == (
+        "SCRAM credential configs for user-principal 'dave' are SCRAM-SHA-512=iterations=4096\n"
+    )
+    ok(ksteward_cli(*controller, "--alter", "--user", "dave", "--delete-config", "SCRAM-SHA-512"))
+    assert not _can_log_in(s, "SCRAM-SHA-512", "dave", SECRET)

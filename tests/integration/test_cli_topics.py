@@ -189,3 +189,61 @@ def test_over_sasl_with_command_config(sasl_server: KstewardServer, tmp_path: Pa
     assert "secured" not in names(s, ADMIN)
     unauthenticated = topics(s, "--list", "--command-config", "/nonexistent.properties")
     assert unauthenticated.returncode == 2 and "cannot read --command-config" in unauthenticated.stderr
+
+
+def on_a_terminal(args: list[str], answer: bytes) -> tuple[int, str]:
+    """Run ``ksteward ARGS`` with stdin on a pseudo-terminal, answer its question, return (exit code, stderr)."""
+    import os
+    import pty
+    import sys
+
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ksteward.cli.main", *args], stdin=terminal,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    os.close(terminal)
+    try:
+        os.write(controller, answer)  # typed ahead: the terminal holds it until the command reads
+        _, err = proc.communicate(timeout=60)
+    finally:
+        os.close(controller)
+    assert "(y/N)" in err  # the question, on stderr
+    return proc.returncode, err
+
+
+def test_delete_asks_on_a_terminal_and_json_reports(plaintext_server: KstewardServer) -> None:
+    s = plaintext_server
+    created = json.loads(ok(topics(s, "--create", "--topic", "asked", "--output", "json")))
+    assert created == {"action": "create", "topics": [{"name": "asked", "result": "created"}], "warnings": []}
+    again = json.loads(ok(topics(s, "--create", "--topic", "asked", "--if-not-exists", "--output", "json")))
+    assert again["topics"] == [{"name": "asked", "result": "exists"}]
+    altered = json.loads(ok(topics(s, "--alter", "--topic", "asked", "--partitions", "2", "--output", "json")))
+    assert altered == {"action": "alter", "topics": [{"name": "asked", "partitions": 2}]}
+    base = ["topics", "--bootstrap-server", s.bootstrap, "--delete", "--topic", "asked"]
+    code, err = on_a_terminal(base, b"n\n")
+    assert code == 1 and "not confirmed; nothing was deleted" in err
+    assert "asked" in names(s)
+    code, err = on_a_terminal(base, b"y\n")
+    assert code == 0, err
+    assert "asked" not in names(s)
+    ok(topics(s, "--create", "--topic", "forced"))
+    assert (
+        ok(topics(s, "--delete", "--topic", "forced", "--force", "--output", "json")) != ""
+    )  # no terminal: no question
+    deleted = json.loads(ok(topics(s, "--delete", "--topic", "ghost|forced", "--if-exists", "--output", "json")))
+    assert deleted == {"action": "delete", "validate_only": False, "topics": []}
+
+
+def test_output_piped_into_head_ends_quietly(plaintext_server: KstewardServer) -> None:
+    import shlex
+    import sys
+
+    s = plaintext_server
+    for i in range(3):
+        ok(topics(s, "--create", "--topic", f"piped-{i}", "--if-not-exists"))
+    cli = f"{shlex.quote(sys.executable)} -m ksteward.cli.main"
+    for command in (f"topics --bootstrap-server {s.bootstrap} --describe --topic 'piped-.*'",
+                    f"configs --bootstrap-server {s.bootstrap} --describe --topic piped-0 --all"):  # fmt: skip
+        result = subprocess.run(f"set -o pipefail; {cli} {command} | head -1", shell=True, executable="/bin/bash",
+                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+        assert len(result.stdout.splitlines()) == 1

@@ -191,10 +191,9 @@ def confirm(question: str, *, force: bool) -> bool:
     (a script), as Kafka's tools proceed when they are scripted."""
     if force or not sys.stdin.isatty():
         return True
-    try:
-        answer = input(f"{question} (y/N) ")
-    except EOFError:
-        return False
+    sys.stderr.write(f"{question} (y/N) ")  # stderr: stdout carries only the result (text or JSON)
+    sys.stderr.flush()
+    answer = sys.stdin.readline()  # "" at end of input: no
     return answer.strip().lower() in ("y", "yes")
 
 

@@ -300,15 +300,15 @@ def _validate_delete(conn: Connection, topics: list[str]) -> list[Verdict]:
         body = wire.request(ApiKey.DELETE_TOPICS, {"timeout": int(TIMEOUT * 1000), "validate_only": True,
                                                    "topics": [{"name": t, "topic_id": None} for t in topics]},
                             max_version=7)  # fmt: skip
-    verdicts: list[Verdict] = []
+    verdicts: dict[str, Verdict] = {}
     for r in body.responses:
         code = ErrorCode(r.error_code)
         if code == ErrorCode.none:
-            verdicts.append((r.name, None, None))
+            verdicts[r.name] = (r.name, None, None)
         else:
             name = code.name.upper()
-            verdicts.append((r.name, name, f"{name}: {r.error_message or 'no message'}"))
-    return verdicts
+            verdicts[r.name] = (r.name, name, f"{name}: {r.error_message or 'no message'}")
+    return [verdicts[t] for t in topics if t in verdicts]  # in the order asked (sorted), whatever the server's
 
 
 def _report_delete(args: argparse.Namespace, verdicts: list[Verdict]) -> int:
