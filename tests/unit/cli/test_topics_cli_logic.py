@@ -204,3 +204,38 @@ def test_describe_filters_select_as_kafkas_describe_options() -> None:
     doc = describe_json([t, plain], DescribeFilters(unavailable=True), live)
     assert [(x["name"], [p["partition"] for p in x["partitions"]]) for x in doc["topics"]] == [("orders", [2])]
     assert doc["topics"][0]["configs"] == {"cleanup.policy": "compact", "min.insync.replicas": "2", "secret": None}
+
+
+@pytest.mark.parametrize("command", ["topics", "configs"])
+def test_help_shows_examples(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out and f"ksteward {command} --bootstrap-server" in out
+
+
+def test_validate_only_on_a_server_without_delete_topics_v7_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real Kafka serves DeleteTopics up to v6: ApiVersions tells, and the command stops with one line."""
+    from ksteward.cli import topics
+    from ksteward.cli.admin_common import CommandError, Connection
+
+    class KafkaLike:  # what ApiVersions would have said; nothing else is asked
+        def __enter__(self) -> KafkaLike:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def max_version(self, api_key: int) -> int:
+            return 6
+
+        def request(self, *args: object, **kwargs: object) -> None:
+            raise AssertionError("nothing may be sent")
+
+    monkeypatch.setattr(topics, "ksteward_admin", lambda conn: KafkaLike())
+    with pytest.raises(CommandError) as caught:
+        topics._validate_delete(Connection("b:9092", False), ["orders"])
+    assert str(caught.value) == (
+        "the server does not support --validate-only (DeleteTopics v7, a ksteward extension, KIP-934); "
+        "nothing was deleted"
+    )
