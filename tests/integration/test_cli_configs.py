@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from clients import Auth, confluent_admin
 from harness import KstewardServer, ksteward_cli
+from test_cli_topics import on_a_terminal
 from test_client_quotas import describe as describe_quotas
 from test_client_quotas import kafka_python
 
@@ -152,6 +153,24 @@ def test_quotas_for_users_clients_and_ips(plaintext_server: KstewardServer) -> N
     with kafka_python(s) as kp:
         _, _, found = describe_quotas(kp, [("user", 0, "alice"), ("client-id", 0, "app")], strict=True)
     assert list(found.values()) == [{"producer_byte_rate": 1048576.0}]
+    ok(configs(s, "--alter", "--client-defaults", "--add-config", "consumer_byte_rate=4096"))
+    assert ok(configs(s, "--describe", "--client-defaults")) == (
+        "Quota configs for the default client-id are consumer_byte_rate=4096.0\n"
+    )
+    ok(configs(s, "--alter", "--ip-defaults", "--add-config", "connection_creation_rate=5"))
+    assert (
+        ok(configs(s, "--describe", "--ip-defaults"))
+        == "Quota configs for the default ip are connection_creation_rate=5.0\n"
+    )
+    # a deletion asks on a terminal: "n" keeps the quota, "y" removes it
+    ask = ["configs", "--bootstrap-server", s.bootstrap, "--alter", "--ip-defaults", "--delete-config",
+           "connection_creation_rate"]  # fmt: skip
+    code, err = on_a_terminal(ask, b"n\n")
+    assert code == 1 and "not confirmed; nothing was changed" in err
+    assert ok(configs(s, "--describe", "--ip-defaults")) != ""
+    code, err = on_a_terminal(ask, b"y\n")
+    assert code == 0, err
+    assert ok(configs(s, "--describe", "--ip-defaults")) == ""
     wrong = configs(s, "--alter", "--client", "app", "--add-config", "retention.ms=1")
     assert wrong.returncode == 2 and "Only quota configs can be added for 'clients'" in wrong.stderr
 
@@ -212,6 +231,20 @@ def test_scram_credentials_and_the_lockout_guard(scram_server: KstewardServer, t
     # the caller's own user (from sasl.jaas.config) is protected without being listed
     ok(configs(s, "--alter", "--user", "carol", "--add-config", "SCRAM-SHA-512=[password=carol-pw]", config=admin))
     carol = _properties(tmp_path / "carol.properties", "SCRAM-SHA-512", "carol", "carol-pw")
+    # a SCRAM login: configs go through confluent-kafka (ksteward's own client logs in with PLAIN only)
+    from confluent_kafka.admin import NewTopic
+
+    creator = confluent_admin(s.bootstrap, ADMIN)
+    creator.create_topics([NewTopic("scrammed", 1, 1)])["scrammed"].result(15)
+    ok(configs(s, "--alter", "--topic", "scrammed", "--add-config", "retention.ms=1234", config=carol))
+    assert ok(configs(s, "--describe", "--topic", "scrammed", config=carol)).splitlines() == [
+        "Dynamic configs for topic scrammed are:",
+        "  retention.ms=1234 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1234}",
+    ]
+    quota = configs(s, "--describe", "--user-defaults", config=carol)
+    assert (
+        quota.returncode == 2 and "sasl.mechanism=SCRAM-SHA-512: this operation logs in with PLAIN only" in quota.stderr
+    )
     own = configs(s, "--alter", "--user", "carol", "--delete-config", "SCRAM-SHA-512", config=carol)
     assert own.returncode == 1 and "it is the user --command-config logs in as" in own.stderr
     assert _can_log_in(s, "SCRAM-SHA-512", "carol", "carol-pw")
