@@ -128,12 +128,24 @@ def _ssl_settings(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def confluent_admin(conn: Connection, **extra: Any) -> Any:
-    """A confluent-kafka AdminClient for ``conn``."""
+    """A confluent-kafka AdminClient for ``conn``. librdkafka's own log lines (a connection retried every 50 ms,
+    each a line on stderr) go to a silent logger: the command reports the failure once, in one line."""
     if conn.to_controller:
         raise UsageError("--bootstrap-controller is not supported by this operation")
     from confluent_kafka.admin import AdminClient
 
+    extra.setdefault("logger", _silent_librdkafka_logger())
     return AdminClient(confluent_config(conn, **extra))
+
+
+def _silent_librdkafka_logger() -> Any:
+    import logging
+
+    logger = logging.getLogger("ksteward.cli.librdkafka")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger
 
 
 def caller_username(conn: Connection) -> str | None:

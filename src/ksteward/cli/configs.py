@@ -109,8 +109,11 @@ def _dynamic_source(entity_type: str, name: str) -> str:
 
 
 def _resource_entries(conn: Connection, entity_type: str, name: str, describe_all: bool) -> list[backend.Entry]:
+    return _selected(entity_type, name, backend.describe_configs(conn, entity_type, name), describe_all)
+
+
+def _selected(entity_type: str, name: str, entries: list[backend.Entry], describe_all: bool) -> list[backend.Entry]:
     """ConfigCommand.getResourceConfig: the entity's own dynamic entries (or all with --all), sorted by name."""
-    entries = backend.describe_configs(conn, entity_type, name)
     if not describe_all:
         source = _dynamic_source(entity_type, name)
         entries = [e for e in entries if e.source == source]
@@ -144,8 +147,9 @@ def _describe(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
             names = backend.topic_names(conn)
         else:
             names = [*backend.node_ids(conn), ""]
+        described = backend.describe_many(conn, e.type, names)
         for name in names:
-            entries = _resource_entries(conn, e.type, name, args.all)
+            entries = _selected(e.type, name, described[name], args.all)
             lines.append(header_line(e.type, name, args.all))
             lines += [entry_line(x) for x in entries]
             document["configs"].append({"entity_type": e.type, "entity_name": name,

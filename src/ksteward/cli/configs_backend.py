@@ -46,6 +46,10 @@ class Entry:
     synonyms: list[Synonym]
 
 
+def _what(entity_type: str, name: str) -> str:
+    return f"{entity_type[:-1]} {name}" if name else f"the default {entity_type[:-1]}"
+
+
 def _wire_error(code: int, message: str | None, what: str) -> None:
     if code:
         raise CommandError(f"{what}: {AdminError(code, message).args[0]}")
@@ -70,7 +74,7 @@ def _confluent(conn: Connection) -> Any:
     """One confluent-kafka AdminClient per connection, kept for the command's life (a client dropped while a
     request is in flight fails it with _DESTROY)."""
     if id(conn) not in _ADMINS:
-        _ADMINS[id(conn)] = confluent_admin(conn, log_level=3)  # librdkafka's info lines are not the operator's
+        _ADMINS[id(conn)] = confluent_admin(conn)
     return _ADMINS[id(conn)]
 
 
@@ -85,23 +89,60 @@ def _resource(rtype: ConfigResourceType, name: str, **kwargs: Any) -> Any:
 
 def describe_configs(conn: Connection, entity_type: str, name: str, *, synonyms: bool = True) -> list[Entry]:
     """DescribeConfigs of one resource (with synonyms, as ConfigCommand asks)."""
+    return describe_many(conn, entity_type, [name], synonyms=synonyms)[name]
+
+
+_BATCH = 500  # resources per DescribeConfigs request
+
+
+def describe_many(
+    conn: Connection, entity_type: str, names: list[str], *, synonyms: bool = True
+) -> dict[str, list[Entry]]:
+    """DescribeConfigs of several resources of one type: topics in batches, each broker on its own connection.
+
+    confluent-kafka keys a config's synonyms by name, so synonyms of one name (a broker key's per-broker,
+    default and static values; log.cleanup.policy both static and default) collapse into one: describe
+    through ksteward's client whenever it can log in, through confluent-kafka otherwise (SSL, SCRAM)."""
     rtype = RESOURCE_TYPES[entity_type]
-    # confluent-kafka keys a config's synonyms by name, so synonyms of one name (a broker key's per-broker,
-    # default and static values; log.cleanup.policy both static and default) collapse into one: describe
-    # through ksteward's client whenever it can log in, through confluent-kafka otherwise (SSL, SCRAM).
-    if _uses_wire(conn, entity_type, name) or _wire_can_log_in(conn):
-        with ksteward_admin(conn) as wire:
-            body = wire.request(ApiKey.DESCRIBE_CONFIGS, {
-                "resources": [{"resource_type": int(rtype), "resource_name": name, "configuration_keys": None}],
-                "include_synonyms": synonyms, "include_documentation": False}, max_version=4)  # fmt: skip
-        (result,) = body.results
-        _wire_error(int(result.error_code), result.error_message, f"{entity_type[:-1]} {name}")
-        return [Entry(c.name, c.value, bool(c.is_sensitive), SOURCE_NAMES.get(int(c.config_source), "UNKNOWN"),
-                      [Synonym(SOURCE_NAMES.get(int(s.source), "UNKNOWN"), s.name, s.value) for s in c.synonyms])
-                for c in result.configs]  # fmt: skip
-    resource = _resource(rtype, name)
-    entries = _confluent(conn).describe_configs([resource], request_timeout=TIMEOUT)[resource].result(TIMEOUT + 5)
-    return [_confluent_entry(e) for e in entries.values()]
+    out: dict[str, list[Entry]] = {}
+    by_wire = [n for n in names if _uses_wire(conn, entity_type, n) or _wire_can_log_in(conn)]
+    if entity_type == TOPICS:
+        batches = [by_wire[i : i + _BATCH] for i in range(0, len(by_wire), _BATCH)]
+    else:
+        batches = [[n] for n in by_wire]  # a broker answers for itself only: one connection each
+    for batch in batches:
+        with _wire(conn, entity_type, batch[0]) as wire:
+            body = wire.request(ApiKey.DESCRIBE_CONFIGS, {"include_synonyms": synonyms, "include_documentation": False,
+                "resources": [{"resource_type": int(rtype), "resource_name": n, "configuration_keys": None}
+                              for n in batch]}, max_version=4)  # fmt: skip
+        for result in body.results:
+            _wire_error(int(result.error_code), result.error_message, _what(entity_type, result.resource_name))
+            out[result.resource_name] = [_wire_entry(c) for c in result.configs]
+    rest = [n for n in names if n not in out]
+    if rest:
+        resources = {n: _resource(rtype, n) for n in rest}
+        futures = _confluent(conn).describe_configs(list(resources.values()), request_timeout=TIMEOUT)
+        for n, resource in resources.items():
+            out[n] = [_confluent_entry(e) for e in futures[resource].result(TIMEOUT + 5).values()]
+    return out
+
+
+def _wire_entry(c: Any) -> Entry:
+    synonyms = [Synonym(SOURCE_NAMES.get(int(s.source), "UNKNOWN"), s.name, s.value) for s in c.synonyms]
+    return Entry(c.name, c.value, bool(c.is_sensitive), SOURCE_NAMES.get(int(c.config_source), "UNKNOWN"), synonyms)
+
+
+def _wire(conn: Connection, entity_type: str, name: str) -> Any:
+    """ksteward's client, connected where the request must go: a broker's or broker logger's own configs are
+    answered by that broker only (Kafka's admin client routes them the same way), so connect to it."""
+    if entity_type in (BROKERS, BROKER_LOGGERS) and name != "" and not conn.to_controller:
+        brokers = _confluent(conn).list_topics(timeout=TIMEOUT).brokers
+        broker = brokers.get(int(name))
+        if broker is None:
+            raise CommandError(f"broker {name} is not in the cluster's metadata (brokers: "
+                               f"{', '.join(str(b) for b in sorted(brokers)) or 'none'})")  # fmt: skip
+        return ksteward_admin(Connection(f"{broker.host}:{broker.port}", False, conn.properties))
+    return ksteward_admin(conn)
 
 
 def _source_name(source: Any) -> str:
@@ -119,11 +160,11 @@ def incremental_alter(conn: Connection, entity_type: str, name: str, sets: dict[
     if _uses_wire(conn, entity_type, name):
         ops = [{"name": k, "config_operation": 0, "value": v} for k, v in sets.items()]
         ops += [{"name": k, "config_operation": 1, "value": None} for k in deletes]
-        with ksteward_admin(conn) as wire:
+        with _wire(conn, entity_type, name) as wire:
             body = wire.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, {"validate_only": False, "resources": [
                 {"resource_type": int(rtype), "resource_name": name, "configs": ops}]}, max_version=1)  # fmt: skip
         (r,) = body.responses
-        _wire_error(int(r.error_code), r.error_message, f"{entity_type[:-1]} {name}")
+        _wire_error(int(r.error_code), r.error_message, _what(entity_type, name))
         return
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
 

@@ -108,7 +108,7 @@ def _result(future: Any) -> Any:
 
 
 def _admin(conn: Connection) -> Any:
-    return confluent_admin(conn, log_level=3)  # librdkafka's informational lines are not the operator's business
+    return confluent_admin(conn)
 
 
 def _all_topic_names(admin: Any) -> list[str]:
