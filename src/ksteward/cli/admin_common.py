@@ -170,11 +170,15 @@ def ksteward_admin(conn: Connection) -> Any:
         login = (options["sasl.username"], options["sasl.password"])
     elif protocol != "PLAINTEXT":
         raise UsageError(f"security.protocol={protocol}: this operation supports PLAINTEXT and SASL_PLAINTEXT only")
-    address = conn.bootstrap.split(",")[0].strip()
-    try:
-        return AdminClient(address, sasl_plain=login, timeout=30.0)
-    except (OSError, AdminError) as exc:
-        raise CommandError(f"cannot connect to {address}: {exc}") from None
+    failures = []
+    for address in [a.strip() for a in conn.bootstrap.split(",") if a.strip()]:  # the first that answers
+        try:
+            return AdminClient(address, sasl_plain=login, timeout=30.0)
+        except AdminError as exc:  # the server answered: a refused login is final
+            raise CommandError(f"{address}: {exc}") from None
+        except (OSError, ValueError) as exc:
+            failures.append(f"{address}: {getattr(exc, 'strerror', None) or exc}")
+    raise CommandError(f"cannot connect to {'; '.join(failures) or 'no address given'}")
 
 
 # --- output ---------------------------------------------------------------------------------------------
