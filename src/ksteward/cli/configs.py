@@ -92,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
     action = check_options(args)
     entities = resolve_entities(args)
     conn = connection(args)
+    protected_users(args, conn)  # a malformed --protect-principal is bad usage whatever the change
     if action == "describe":
         return _describe(args, conn, entities)
     return _alter(args, conn, entities)

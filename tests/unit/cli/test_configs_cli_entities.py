@@ -210,3 +210,19 @@ def test_describe_line_formats() -> None:
     assert quota_line({"ip": "10.0.0.1"}, {"connection_creation_rate": 10}) == (
         "Quota configs for ip '10.0.0.1' are connection_creation_rate=10.0"
     )
+
+
+def test_protect_principal_must_name_a_user(tmp_path: object) -> None:
+    from ksteward.cli.admin_common import connection
+    from ksteward.cli.configs import protected_users
+
+    args = parse("--alter", "--user", "bob", "--delete-config", "SCRAM-SHA-256", "--protect-principal", "User:bob",
+                 "--protect-principal", "User:carol")  # fmt: skip
+    assert protected_users(args, connection(args)) == {
+        "bob": "it is listed with --protect-principal",
+        "carol": "it is listed with --protect-principal",
+    }
+    for bad in ("bob", "Group:ops", "User:"):
+        args = parse("--describe", "--user", "bob", "--protect-principal", bad)
+        with pytest.raises(UsageError, match="expected User:NAME"):
+            protected_users(args, connection(args))
