@@ -78,6 +78,13 @@ def test_topic_configs(plaintext_server: KstewardServer) -> None:
     assert dynamic(s, PLAIN, 2, "cfg")["segment.ms"] == "600000"
     bad = configs(s, "--alter", "--topic", "cfg", "--add-config", "retention.ms=soon")
     assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr and "retention.ms" in bad.stderr
+    assert ok(configs(s, "--describe", "--topic", "no-such-topic")) == (
+        "The topic 'no-such-topic' doesn't exist and doesn't have dynamic config.\n"
+    )
+    assert (
+        ok(configs(s, "--describe", "--broker", "7"))
+        == "The broker '7' doesn't exist and doesn't have dynamic config.\n"
+    )
     all_topics = ok(configs(s, "--describe", "--entity-type", "topics")).splitlines()
     assert "Dynamic configs for topic cfg are:" in all_topics
 
@@ -171,6 +178,8 @@ def test_quotas_for_users_clients_and_ips(plaintext_server: KstewardServer) -> N
     code, err = on_a_terminal(ask, b"y\n")
     assert code == 0, err
     assert ok(configs(s, "--describe", "--ip-defaults")) == ""
+    unset = configs(s, "--alter", *pair, "--delete-config", "request_percentage")
+    assert (unset.returncode, unset.stderr.strip()) == (1, "ksteward configs: Invalid config(s): request_percentage")
     wrong = configs(s, "--alter", "--client", "app", "--add-config", "retention.ms=1")
     assert wrong.returncode == 2 and "Only quota configs can be added for 'clients'" in wrong.stderr
 

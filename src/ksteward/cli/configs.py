@@ -33,6 +33,7 @@ from ksteward.cli.configs_entities import (
     USERS,
     Entities,
     EntityNameAction,
+    check_keys,
     check_options,
     parse_add_config,
     parse_delete_config,
@@ -142,6 +143,14 @@ def _describe(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
     document: dict[str, Any] = {"action": "describe", "configs": [], "quotas": [], "scram_credentials": []}
     lines: list[str] = []
     if e.type in (TOPICS, BROKERS, BROKER_LOGGERS):
+        if e.name is not None and not args.all and not _exists(conn, e.type, e.name):
+            # ConfigCommand.describeResourceConfig: a missing entity has no dynamic config (exit 0)
+            message = f"The {e.singular()} '{e.name}' doesn't exist and doesn't have dynamic config."
+            if args.output == "json":
+                print_json({**document, "missing": [{"entity_type": e.type, "entity_name": e.name}]})
+            else:
+                print(message)
+            return 0
         if e.name is not None:
             names = [e.name]
         elif e.type == TOPICS:
@@ -163,6 +172,12 @@ def _describe(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
         for line in lines:
             print(line)
     return 0
+
+
+def _exists(conn: Connection, entity_type: str, name: str) -> bool:
+    if entity_type == TOPICS:
+        return name in backend.topic_names(conn)
+    return name == "" or name in backend.node_ids(conn)
 
 
 def _entry_json(e: backend.Entry) -> dict[str, Any]:
@@ -216,9 +231,11 @@ def _adds(args: argparse.Namespace) -> dict[str, str]:
         return parse_add_config(args.add_config)
     if args.add_config_file is not None:
         try:
-            return load_properties(args.add_config_file)
+            configs = load_properties(args.add_config_file)
         except OSError as exc:
             raise UsageError(f"cannot read --add-config-file {args.add_config_file}: {exc.strerror or exc}") from None
+        check_keys(configs)
+        return configs
     return {}
 
 
@@ -227,6 +244,12 @@ def _alter(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
     name = e.name if e.name is not None else ""
     if e.type in (USERS, CLIENTS, IPS):
         changes = split_quota_changes(e, adds, deletes)
+        if changes.quota_deletes:  # ConfigCommand.alterQuotaConfigs: only a key that is set can be deleted
+            current = backend.describe_quotas(conn, e.types, e.names)
+            present = set(current[0][1]) if current else set()
+            invalid = [k for k in changes.quota_deletes if k not in present]
+            if invalid:
+                raise CommandError(f"Invalid config(s): {','.join(invalid)}")
         if changes.scram_upserts or changes.scram_deletes:
             _lockout_guard(args, conn, name, changes)
         _confirm_deletes(args, deletes, e)

@@ -70,6 +70,9 @@ def resolve_entities(args: argparse.Namespace) -> Entities:
         raise UsageError("--entity-{type,name,default} should not be used in conjunction with specific entity flags")
     types = list(args.entity_type or []) + [t for t, _ in specific]
     names = list(args.entity_names or []) + [n for _, n in specific]
+    duplicates = list(dict.fromkeys(t for i, t in enumerate(types) if t in types[:i]))
+    if duplicates:
+        raise UsageError(f"Duplicate entity type(s) specified: {','.join(duplicates)}")
     for t in types:
         if t not in ENTITY_TYPES:
             raise UsageError(f"Invalid entity type {t}, the entity type must be one of {', '.join(ENTITY_TYPES)} "
@@ -99,14 +102,16 @@ def _check_names(args: argparse.Namespace, e: Entities) -> None:
         if has_default and not set(e.types) & quota_like:
             raise UsageError(f"--entity-default must not be specified with --describe of {','.join(e.types)}")
         if e.type == BROKER_LOGGERS and not has_name:
-            raise UsageError(f"an entity name must be specified with --describe of {','.join(e.types)}")
+            raise UsageError(f"An entity name must be specified with --describe of {','.join(e.types)}")
     if args.alter:
         if set(e.types) & quota_like:
             if not has_name and not has_default:
-                raise UsageError("an entity-name or default entity must be specified with --alter of users, "
+                raise UsageError("An entity-name or default entity must be specified with --alter of users, "
                                  "clients, brokers or ips")  # fmt: skip
         elif not has_name:
-            raise UsageError(f"an entity name must be specified with --alter of {','.join(e.types)}")
+            raise UsageError(f"An entity name must be specified with --alter of {','.join(e.types)}")
+        if len(e.types) != len(e.names):
+            raise UsageError("An entity name must be specified for every entity type")
         if has_default and e.type in (TOPICS, BROKER_LOGGERS):
             raise UsageError(f"--entity-default is not allowed with --alter of {e.type}")
 
@@ -129,7 +134,7 @@ def check_options(args: argparse.Namespace) -> str:
     if args.describe:
         for flag in ("add_config", "add_config_file", "delete_config"):
             if getattr(args, flag):
-                raise UsageError(f'Option "[{flag.replace("_", "-")}]" can\'t be used with option "[describe]"')
+                raise UsageError(f'Option "[describe]" can\'t be used with option "[{flag.replace("_", "-")}]"')
     if args.alter:
         if args.add_config is not None and args.add_config_file is not None:
             raise UsageError("Only one of --add-config or --add-config-file must be specified")
@@ -142,7 +147,9 @@ def check_options(args: argparse.Namespace) -> str:
 # --- alter inputs ---------------------------------------------------------------------------------------
 
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"  # a separator not inside [...]
-_KEY = re.compile(r"[a-zA-Z0-9._-]*")
+_KEY = re.compile(r"[$a-zA-Z0-9._-]*")  # '$' for loggers of inner classes (ConfigCommand.validatePropsKey)
+FORMAT_RULE = ('Invalid entity config: all configs to be added must be in the format "key=val" or  "key=[val1,val2]" '
+               "to group values which contain commas.")  # fmt: skip
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -152,12 +159,17 @@ def parse_add_config(text: str) -> dict[str, str]:
     for item in re.split("," + _OUTSIDE_BRACKETS, text):
         pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item, maxsplit=1)
         if len(pair) != 2 or re.search(r"\s*=\s*" + _OUTSIDE_BRACKETS, pair[1]):
-            raise UsageError('Invalid entity config: all configs to be added must be in the format "key=val".')
-        key = pair[0].strip()
-        if not _KEY.fullmatch(key):
-            raise UsageError(f"Invalid config key {key!r}: keys may hold only letters, digits, '.', '_' and '-'")
-        configs[key] = re.sub(r"[\[\]]", "", pair[1]).strip()
+            raise UsageError(FORMAT_RULE)
+        configs[pair[0].strip()] = re.sub(r"[\[\]]", "", pair[1]).strip()
+    check_keys(configs)
     return configs
+
+
+def check_keys(configs: dict[str, str]) -> None:
+    """ConfigCommand.validatePropsKey, for --add-config and --add-config-file alike."""
+    for key in configs:
+        if not _KEY.fullmatch(key):
+            raise UsageError(f"Invalid character found for config key: {key}")
 
 
 def parse_delete_config(items: list[str]) -> list[str]:
@@ -214,7 +226,7 @@ def split_quota_changes(e: Entities, adds: dict[str, str], deletes: list[str]) -
         unknown = [k for k in [*adds, *deletes] if k not in quota_keys]
         if unknown:
             raise UsageError(f"Only connection quota configs can be added for '{IPS}' using --bootstrap-server. "
-                             f"Unexpected config names: {','.join(unknown)}")  # fmt: skip
+                             f"Unexpected config names: {', '.join(unknown)}")  # fmt: skip
     elif e.type == CLIENTS or len(e.types) == 2:
         if unknown_adds or scram_adds:
             raise UsageError(f"Only quota configs can be added for '{CLIENTS}' using --bootstrap-server. "

@@ -12,6 +12,7 @@ from ksteward.cli.configs import entry_line, header_line, quota_line
 from ksteward.cli.configs_backend import Entry, Synonym
 from ksteward.cli.configs_entities import (
     ACTION_RULE,
+    FORMAT_RULE,
     Entities,
     check_options,
     parse_add_config,
@@ -67,6 +68,24 @@ def test_generic_and_specific_entity_flags() -> None:
         (["--describe", "--alter", "--topic", "t"], ACTION_RULE),
         (["--describe"], "At least one entity type must be specified"),
         (
+            ["--describe", "--entity-type", "users", "--entity-type", "users"],
+            "Duplicate entity type(s) specified: users",
+        ),
+        (
+            [
+                "--alter",
+                "--entity-type",
+                "users",
+                "--entity-type",
+                "clients",
+                "--entity-name",
+                "u",
+                "--add-config",
+                "a=1",
+            ],
+            "An entity name must be specified for every entity type",
+        ),
+        (
             ["--describe", "--entity-type", "topics", "--user", "u"],
             "--entity-{type,name,default} should not be used in conjunction with specific entity flags",
         ),
@@ -88,15 +107,15 @@ def test_generic_and_specific_entity_flags() -> None:
         ),
         (
             ["--describe", "--entity-type", "broker-loggers"],
-            "an entity name must be specified with --describe of broker-loggers",
+            "An entity name must be specified with --describe of broker-loggers",
         ),
         (
             ["--alter", "--entity-type", "users", "--add-config", "a=1"],
-            "an entity-name or default entity must be specified with --alter of users, clients, brokers or ips",
+            "An entity-name or default entity must be specified with --alter of users, clients, brokers or ips",
         ),
         (
             ["--alter", "--entity-type", "topics", "--add-config", "a=1"],
-            "an entity name must be specified with --alter of topics",
+            "An entity name must be specified with --alter of topics",
         ),
         (
             ["--alter", "--topic", "t"],
@@ -112,7 +131,7 @@ def test_generic_and_specific_entity_flags() -> None:
         ),
         (
             ["--describe", "--topic", "t", "--delete-config", "a"],
-            'Option "[delete-config]" can\'t be used with option "[describe]"',
+            'Option "[describe]" can\'t be used with option "[delete-config]"',
         ),
     ],
 )
@@ -131,10 +150,12 @@ def test_add_config_grammar() -> None:
         "SCRAM-SHA-256": "iterations=8192,password=p,w=d"
     }
     for bad in ("k1", "k1=v1,k2", "a=b=c"):
-        with pytest.raises(UsageError, match='all configs to be added must be in the format "key=val"'):
+        with pytest.raises(UsageError) as caught:
             parse_add_config(bad)
-    with pytest.raises(UsageError, match=r"Invalid config key"):
+        assert str(caught.value) == FORMAT_RULE
+    with pytest.raises(UsageError, match=r"^Invalid character found for config key: bad key!$"):
         parse_add_config("bad key!=1")
+    assert parse_add_config("kafka.Foo$Bar=DEBUG") == {"kafka.Foo$Bar": "DEBUG"}  # an inner class's logger
     assert parse_delete_config(["a,b", " c "]) == ["a", "b", "c"]
 
 
