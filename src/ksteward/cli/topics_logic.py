@@ -46,7 +46,9 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError('Missing required argument "[topic]"')
     if action == "alter":
         if args.config:
-            raise UsageError('Option "[config]" can\'t be used with option "[alter]"' + CONFIGS_TOOL_HINT)
+            # CommandLineUtils.checkInvalidArgsSet prints the set of options as Java prints a Set
+            raise UsageError('Option combination "[[bootstrap-server], [config]]" can\'t be used with option "[alter]"'
+                             + CONFIGS_TOOL_HINT)  # fmt: skip
         if args.partitions is None:
             raise UsageError('Missing required argument "[partitions]"')
     allowed = {

@@ -40,8 +40,8 @@ def parse(*flags: str) -> argparse.Namespace:
         (["--alter", "--topic", "t"], 'Missing required argument "[partitions]"'),
         (
             ["--alter", "--topic", "t", "--partitions", "2", "--config", "a=b"],
-            'Option "[config]" can\'t be used with option "[alter]" (To alter topic configurations, the kafka-configs '
-            "tool can be used.)",
+            'Option combination "[[bootstrap-server], [config]]" can\'t be used with option "[alter]" (To alter topic '
+            "configurations, the kafka-configs tool can be used.)",
         ),
         (["--describe", "--config", "a=b"], 'Option "[config]" can\'t be used with option "[describe]"'),
         (["--list", "--partitions", "2"], 'Option "[partitions]" can\'t be used with option "[list]"'),
