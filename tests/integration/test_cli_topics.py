@@ -73,6 +73,14 @@ def test_create_list_describe_alter_delete(plaintext_server: KstewardServer) -> 
         n for n in listed if n != "__consumer_offsets"
     ]
     assert ok(topics(s, "--list", "--topic", "orders,placed")).splitlines() == ["orders", "placed"]
+    described_all = [
+        line.split("\t")[0] for line in ok(topics(s, "--describe")).splitlines() if line.startswith("Topic:")
+    ]
+    assert "Topic: __consumer_offsets" in described_all
+    without = ok(topics(s, "--describe", "--exclude-internal")).splitlines()
+    assert [line.split("\t")[0] for line in without if line.startswith("Topic:")] == [
+        t for t in described_all if t != "Topic: __consumer_offsets"
+    ]
     assert json.loads(ok(topics(s, "--list", "--topic", "pay\\.ments_.*", "--output", "json"))) == {
         "topics": ["pay.ments_eu"]
     }
