@@ -199,7 +199,7 @@ def node_ids(conn: Connection) -> list[str]:
 # --- client quotas (always ksteward's client) -----------------------------------------------------------
 
 
-QuotaEntity = dict[str, "str | None"]  # entity type (user, client-id, ip) -> name, None for the default
+QuotaEntity = dict[str, str | None]  # entity type (user, client-id, ip) -> name, None for the default
 
 
 def describe_quotas(conn: Connection, types: list[str], names: list[str]) -> list[tuple[QuotaEntity, dict[str, float]]]:

@@ -40,7 +40,7 @@ from ksteward.cli.topics_logic import (
 )
 
 TIMEOUT = 30.0
-Verdict = tuple[str, "str | None", "str | None"]  # topic, Kafka's error name or None, its message
+Verdict = tuple[str, str | None, str | None]  # topic, Kafka's error name or None, its message
 
 EXAMPLES = """examples:
   ksteward topics --bootstrap-server localhost:9092 --create --topic orders --partitions 3 --replication-factor 1 \\
