@@ -141,7 +141,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_delete_topics_v7_validate_only_through_the_ksteward_client(server: KstewardServer, tmp_path: Path) -> None:
     conf = tmp_path / "admin.properties"
     conf.write_text(
-        "sasl.mechanism=PLAIN\n"
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
         "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
         'username="admin" password="admin-secret";\n'
     )

@@ -103,6 +103,11 @@ class AdminClient:
             raise AdminError(int(body.error_code), "ApiVersions failed")
         return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
+    def max_version(self, api_key: int) -> int:
+        """The highest version of ``api_key`` the server serves, or -1 when it serves none."""
+        low, high = self._versions.get(api_key, (0, -1))
+        return high if high >= low else -1
+
     def _version(self, api_key: int, highest: int) -> int:
         low, high = self._versions.get(api_key, (0, -1))
         if high < low or min(high, highest) < low:

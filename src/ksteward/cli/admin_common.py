@@ -128,12 +128,57 @@ def _ssl_settings(props: Mapping[str, str]) -> dict[str, str]:
 
 
 def confluent_admin(conn: Connection, **extra: Any) -> Any:
-    """A confluent-kafka AdminClient for ``conn``."""
+    """A confluent-kafka AdminClient for ``conn``. librdkafka's own log lines (a connection retried every 50 ms,
+    each a line on stderr) go to a silent logger: the command reports the failure once, in one line."""
     if conn.to_controller:
         raise UsageError("--bootstrap-controller is not supported by this operation")
     from confluent_kafka.admin import AdminClient
 
+    extra.setdefault("logger", _silent_librdkafka_logger())
     return AdminClient(confluent_config(conn, **extra))
+
+
+def _silent_librdkafka_logger() -> Any:
+    import logging
+
+    logger = logging.getLogger("ksteward.cli.librdkafka")
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+        logger.propagate = False
+    return logger
+
+
+def caller_username(conn: Connection) -> str | None:
+    """The user ``--command-config`` logs in as (``username`` in ``sasl.jaas.config``), or None."""
+    jaas = conn.properties.get("sasl.jaas.config")
+    return _sasl_login(jaas)["sasl.username"] if jaas else None
+
+
+def ksteward_admin(conn: Connection) -> Any:
+    """ksteward's own wire client (:mod:`ksteward.cli.admin_client`) for what confluent-kafka cannot send:
+    DeleteTopics v7, ``--bootstrap-controller``, client quotas, BROKER_LOGGER configs. It speaks PLAINTEXT or
+    SASL_PLAINTEXT with PLAIN only; anything else is a :class:`UsageError` saying so."""
+    from ksteward.cli.admin_client import AdminClient, AdminError
+
+    protocol = conn.properties.get("security.protocol", "PLAINTEXT").strip().upper()
+    login: tuple[str, str] | None = None
+    if protocol == "SASL_PLAINTEXT":
+        mechanism = conn.properties.get("sasl.mechanism", "GSSAPI").strip().upper()
+        if mechanism != "PLAIN":
+            raise UsageError(f"sasl.mechanism={mechanism}: this operation logs in with PLAIN only")
+        options = _sasl_login(conn.properties.get("sasl.jaas.config", ""))
+        login = (options["sasl.username"], options["sasl.password"])
+    elif protocol != "PLAINTEXT":
+        raise UsageError(f"security.protocol={protocol}: this operation supports PLAINTEXT and SASL_PLAINTEXT only")
+    failures = []
+    for address in [a.strip() for a in conn.bootstrap.split(",") if a.strip()]:  # the first that answers
+        try:
+            return AdminClient(address, sasl_plain=login, timeout=30.0)
+        except AdminError as exc:  # the server answered: a refused login is final
+            raise CommandError(f"{address}: {exc}") from None
+        except (OSError, ValueError) as exc:
+            failures.append(f"{address}: {getattr(exc, 'strerror', None) or exc}")
+    raise CommandError(f"cannot connect to {'; '.join(failures) or 'no address given'}")
 
 
 # --- output ---------------------------------------------------------------------------------------------
@@ -162,10 +207,9 @@ def confirm(question: str, *, force: bool) -> bool:
     (a script), as Kafka's tools proceed when they are scripted."""
     if force or not sys.stdin.isatty():
         return True
-    try:
-        answer = input(f"{question} (y/N) ")
-    except EOFError:
-        return False
+    sys.stderr.write(f"{question} (y/N) ")  # stderr: stdout carries only the result (text or JSON)
+    sys.stderr.flush()
+    answer = sys.stdin.readline()  # "" at end of input: no
     return answer.strip().lower() in ("y", "yes")
 
 
@@ -175,6 +219,8 @@ def confirm(question: str, *, force: bool) -> bool:
 def run_command(name: str, body: Callable[[], int]) -> int:
     """Run one command's ``body`` and turn its failures into a line on stderr and Kafka-tool exit codes."""
     from confluent_kafka import KafkaException
+
+    from ksteward.cli.admin_client import AdminError
 
     try:
         return body()
@@ -186,6 +232,11 @@ def run_command(name: str, body: Callable[[], int]) -> int:
         return EXIT_ERROR
     except KafkaException as exc:
         print(f"ksteward {name}: {describe_kafka_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        raise  # the reader went away: ksteward.cli.main ends quietly
+    except (AdminError, OSError) as exc:  # ksteward's own client: Kafka's error name and message, or the socket's
+        print(f"ksteward {name}: {exc}", file=sys.stderr)
         return EXIT_ERROR
 
 

@@ -11,7 +11,7 @@ from ksteward import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ksteward.cli import acls, cluster, metadata, pipeline, serve, topics
+    from ksteward.cli import acls, cluster, configs, metadata, pipeline, serve, topics
 
     parser = argparse.ArgumentParser(
         prog="ksteward", description="A Kafka-compatible admin and security control plane."
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     metadata.add_parser(sub)
     pipeline.add_parser(sub)
     topics.add_parser(sub)
+    configs.add_parser(sub)
     cluster.add_parser(sub)
     acls.add_parser(sub)
     return parser

@@ -80,3 +80,29 @@ def test_exit_codes_and_one_line_errors(capsys: pytest.CaptureFixture[str]) -> N
 def test_confirm_asks_only_on_a_terminal() -> None:
     assert confirm("Remove?", force=False)  # pytest's stdin is not a terminal: a script proceeds
     assert confirm("Remove?", force=True)
+
+
+def _conn(tmp_path: Path, text: str, bootstrap: str = "127.0.0.1:1") -> Connection:
+    path = tmp_path / "c.properties"
+    path.write_text(text)
+    parser = argparse.ArgumentParser()
+    add_connection_flags(parser, controller=True)
+    return connection(parser.parse_args(["--bootstrap-server", bootstrap, "--command-config", str(path)]))
+
+
+def test_ksteward_admin_logs_in_with_plain_only_and_says_so(tmp_path: Path) -> None:
+    from ksteward.cli.admin_common import caller_username, ksteward_admin
+
+    scram = _conn(
+        tmp_path, f"security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\nsasl.jaas.config={JAAS}\n"
+    )
+    with pytest.raises(UsageError, match=r"^sasl.mechanism=SCRAM-SHA-256: this operation logs in with PLAIN only$"):
+        ksteward_admin(scram)
+    assert caller_username(scram) == "alice"
+    with pytest.raises(UsageError, match=r"security.protocol=SSL: this operation supports PLAINTEXT"):
+        ksteward_admin(_conn(tmp_path, "security.protocol=SSL\n"))
+    assert caller_username(_conn(tmp_path, "")) is None
+    nowhere = _conn(tmp_path, "", bootstrap="127.0.0.1:1, 127.0.0.1:2")  # every address tried, each named
+    with pytest.raises(CommandError, match=r"^cannot connect to 127\.0\.0\.1:1: .*; 127\.0\.0\.1:2: "):
+        ksteward_admin(nowhere)
+    assert "alice-secret" not in repr(scram.bootstrap)

@@ -164,28 +164,11 @@ class WireBackend:
     """The three ACL APIs and DescribeConfigs at v1-v3 / v4, over ksteward's own client (PLAINTEXT or SASL PLAIN)."""
 
     def __init__(self, conn: Connection) -> None:
-        from ksteward.cli.admin_client import AdminClient, AdminError
+        from ksteward.cli.admin_client import AdminError
+        from ksteward.cli.admin_common import ksteward_admin
 
         self._errors = (AdminError, OSError)
-        protocol = conn.properties.get("security.protocol", "PLAINTEXT").strip().upper()
-        login = None
-        if protocol == "SASL_PLAINTEXT":
-            mechanism = conn.properties.get("sasl.mechanism", "GSSAPI").strip().upper()
-            if mechanism != "PLAIN":
-                raise UsageError(f"sasl.mechanism={mechanism}: this operation uses ksteward's own client, which "
-                                 "logs in with PLAIN only")  # fmt: skip
-            from ksteward.cli.admin_common import confluent_config
-
-            config = confluent_config(conn)
-            login = (config["sasl.username"], config["sasl.password"])
-        elif protocol != "PLAINTEXT":
-            raise UsageError(f"security.protocol={protocol}: this operation uses ksteward's own client, which speaks "
-                             "PLAINTEXT and SASL_PLAINTEXT only")  # fmt: skip
-        host = conn.bootstrap.split(",")[0].strip()
-        try:
-            self._client = AdminClient(host, sasl_plain=login, timeout=TIMEOUT_S)
-        except self._errors as exc:
-            raise CommandError(f"cannot connect to {host}: {exc}") from None
+        self._client = ksteward_admin(conn)  # PLAINTEXT or SASL PLAIN; anything else is a UsageError saying so
 
     def __enter__(self) -> WireBackend:
         return self
