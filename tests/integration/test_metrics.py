@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from acl_clients import Acl, ClusterAuthorizationFailed, Filter, acl_client
-from clients import Auth
+from clients import Auth, confluent_admin
 from harness import HOST, Cluster, KstewardServer, ServerFactory, free_port, wait_for
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -105,6 +105,32 @@ def test_known_traffic_moves_the_request_and_authorizer_counters_by_exactly_that
     assert offset >= K_CREATE
     assert value(after, "kafka_server_raftmetrics_log_end_offset") == offset + 1
     assert moved(before, after, "ksteward_metadata_log_fsync_time_ms_count") >= 1
+
+
+def test_policy_rejections_and_topic_counts(server_factory: ServerFactory) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
+    port = free_port()
+    policed = server_factory("server", {
+        "metrics.port": str(port),
+        "create.topic.policy.class.name": "ksteward.policy.builtin.TopicNamingPolicy",
+        "topic.naming.policy.regex": "team-[a-z]+",
+    }).start()  # fmt: skip
+    admin = confluent_admin(policed.bootstrap, Auth())
+    admin.create_topics([NewTopic("team-ok", 3, 1)], request_timeout=10)["team-ok"].result()
+    for name in ("Loose_Name", "Other_Name"):
+        with pytest.raises(KafkaException):
+            admin.create_topics([NewTopic(name, 1, 1)], request_timeout=10)[name].result()
+    samples = scrape(port)
+    policy = "ksteward.policy.builtin.TopicNamingPolicy"
+    assert value(samples, "ksteward_policy_rejections_total", policy=policy) == 2
+    assert (
+        value(samples, "kafka_network_requestmetrics_errors_total", request="CreateTopics", error="POLICY_VIOLATION")
+        == 2
+    )
+    assert value(samples, "kafka_controller_kafkacontroller_globaltopiccount") == 1
+    assert value(samples, "kafka_controller_kafkacontroller_globalpartitioncount") == 3
 
 
 def test_logins_are_counted_by_listener(metrics_server: KstewardServer) -> None:

@@ -65,13 +65,8 @@ from ksteward.raft.quorum_state import QuorumStateError, begin_single_voter_epoc
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
-from ksteward.server.metrics import MetricsSettings, NodeMetrics, metrics_settings
-from ksteward.server.metrics.collectors import (
-    AuthorizerCollector,
-    ImageCollector,
-    RequestCollector,
-    SocketServerCollector,
-)
+from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
+from ksteward.server.metrics.collectors import ControllerMutationCollector, ImageCollector, PolicyCollector
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
@@ -114,6 +109,7 @@ class Server:
         self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
         self._metrics: NodeMetrics | None = None
+        self._metadata_errors = 0  # ACL records the authorizer could not apply (MetadataErrorCount)
         self._metrics_settings: MetricsSettings | None = None
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -250,19 +246,10 @@ class Server:
         metrics, settings = self._metrics, self._metrics_settings
         if metrics is None or settings is None:
             return
-        metrics.add(RequestCollector(metrics.requests))
-        metrics.add(SocketServerCollector(metrics.sockets))
-        if self._authorizer is not None:
-            metrics.add(AuthorizerCollector(metrics.authorizations, self._authorizer))
-        for collector in self._role_collectors():
-            metrics.add(collector)
-        where = f"metrics.port {settings.port} on {settings.host}"
         try:
-            await metrics.endpoint.start(settings.host, settings.port)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise StartupError(f"{where} is already in use") from None
-            raise StartupError(f"{where}: cannot listen: {exc.strerror or exc}") from None
+            await metrics.start(settings, self._authorizer, self._role_collectors())
+        except MetricsStartError as exc:
+            raise StartupError(str(exc)) from None
         log.info("serving metrics on http://%s:%d/metrics", settings.host, settings.port)
 
     def _role_collectors(self) -> list[Collector]:
@@ -277,7 +264,12 @@ class Server:
             leader=lambda: self._config.node_id,
             snapshot_count=lambda: len(metadata_log.snapshots()),
         )
-        return [ImageCollector(lambda: self.image, controller=True), MetadataLogCollector(raft, lambda: committer)]
+        return [
+            ImageCollector(lambda: self.image, controller=True, errors=lambda: self._metadata_errors),
+            MetadataLogCollector(raft, lambda: committer),
+            ControllerMutationCollector(lambda: self._controller.mutation_quotas if self._controller else None),
+            PolicyCollector(),
+        ]
 
     async def _close_metrics(self) -> None:
         if self._metrics is not None:
@@ -403,6 +395,8 @@ class Server:
                 binding = _binding_or_none(record)
                 if binding is not None:
                     auth.add_acl(record.id, binding, offset=image.offset)
+                else:
+                    self._metadata_errors += 1
             elif isinstance(record, RemoveAccessControlEntryRecord):
                 with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                     auth.remove_acl(record.id, offset=image.offset)

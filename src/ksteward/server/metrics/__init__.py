@@ -9,16 +9,19 @@ every series with the Kafka MBean it stands for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import errno
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from ksteward.authorizer import StandardAuthorizer
 from ksteward.broker.context import AuthorizationCounts
+from ksteward.server.metrics.collectors import AuthorizerCollector, RequestCollector, SocketServerCollector
 from ksteward.server.metrics.endpoint import MetricsEndpoint
 from ksteward.server.metrics.recorders import RequestMetrics, SocketServerMetrics
 
-__all__ = ["MetricsSettings", "NodeMetrics", "metrics_settings"]
+__all__ = ["MetricsSettings", "MetricsStartError", "NodeMetrics", "metrics_settings"]
 
 DEFAULT_HOST = "127.0.0.1"
 
@@ -45,6 +48,10 @@ def metrics_settings(props: Mapping[str, str]) -> MetricsSettings | None:
     return MetricsSettings(host, port)
 
 
+class MetricsStartError(Exception):
+    """The endpoint cannot listen; the message is the one line the operator sees."""
+
+
 class NodeMetrics:
     def __init__(self) -> None:
         # auto_describe off: registering a collector must not run it (its rate windows start at the first scrape).
@@ -56,3 +63,21 @@ class NodeMetrics:
 
     def add(self, collector: Collector) -> None:
         self.registry.register(collector)
+
+    async def start(
+        self, settings: MetricsSettings, authorizer: StandardAuthorizer | None, role: Sequence[Collector]
+    ) -> None:
+        """Register the collectors every node has, then ``role``'s, and listen."""
+        self.add(RequestCollector(self.requests))
+        self.add(SocketServerCollector(self.sockets))
+        if authorizer is not None:
+            self.add(AuthorizerCollector(self.authorizations, authorizer))
+        for collector in role:
+            self.add(collector)
+        where = f"metrics.port {settings.port} on {settings.host}"
+        try:
+            await self.endpoint.start(settings.host, settings.port)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise MetricsStartError(f"{where} is already in use") from None
+            raise MetricsStartError(f"{where}: cannot listen: {exc.strerror or exc}") from None

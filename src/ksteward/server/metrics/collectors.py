@@ -19,7 +19,9 @@ from prometheus_client.registry import Collector
 from ksteward.authorizer import StandardAuthorizer
 from ksteward.broker.context import AuthorizationCounts
 from ksteward.broker.forwarding import ForwardingManager
+from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.metadata.image import MetadataImage
+from ksteward.policy.loader import REJECTIONS
 from ksteward.protocol.apis import api_name
 from ksteward.server.metrics.families import counter, gauge, summary
 from ksteward.server.metrics.histogram import Histogram
@@ -154,10 +156,12 @@ class ImageCollector(Collector):
     """``kafka.controller:type=KafkaController`` on a controller, ``broker-metadata-metrics`` on a broker-only
     node: what the applied metadata image holds and how far it is."""
 
-    def __init__(self, image: Callable[[], MetadataImage], *, controller: bool) -> None:
+    def __init__(
+        self, image: Callable[[], MetadataImage], *, controller: bool, errors: Callable[[], int] = lambda: 0
+    ) -> None:
         self._image = image
         self._controller = controller
-        self.metadata_errors = 0  # ACL records the authorizer could not apply (Kafka's MetadataErrorCount)
+        self._errors = errors  # records this node could not apply (Kafka's MetadataErrorCount)
 
     def collect(self) -> Iterator[Metric]:
         image = self._image()
@@ -168,7 +172,7 @@ class ImageCollector(Collector):
             yield gauge(prefix + "last_applied_record_offset", "Last applied offset", image.offset)
             yield gauge(prefix + "last_applied_record_timestamp", "Its append time (ms)", image.timestamp_ms)
             yield gauge(prefix + "last_applied_record_lag_ms", "Now minus that time", lag)
-            yield gauge(prefix + "metadata_apply_error_count", "Records that failed to apply", self.metadata_errors)
+            yield gauge(prefix + "metadata_apply_error_count", "Records that failed to apply", self._errors())
             yield gauge(prefix + "metadata_load_error_count", "Failed loads", 0)
             return
         topics = image.topics.by_id.values()
@@ -184,7 +188,7 @@ class ImageCollector(Collector):
             "lastcommittedrecordoffset": image.offset,  # published only once durable: applied == committed
             "lastappliedrecordtimestamp": image.timestamp_ms,
             "lastappliedrecordlagms": lag,
-            "metadataerrorcount": self.metadata_errors,
+            "metadataerrorcount": self._errors(),
         }
         for name, value in values.items():
             yield gauge(_CONTROLLER + name, f"KafkaController {name}", value)
@@ -200,3 +204,36 @@ class ForwardingCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield gauge("kafka_server_forwardingmanager_queuelength", "Forwarded requests waiting or in flight",
                     self._manager.queued)  # fmt: skip
+
+
+class ControllerMutationCollector(Collector):
+    """The ``controller_mutation`` quota (KIP-599), as Kafka's ``ControllerMutation`` quota sensors: per bucket
+    (``user``, ``client_id``), its tokens now and the mean throttle time of its throttled mutations."""
+
+    def __init__(self, quotas: Callable[[], MutationQuotas | None]) -> None:
+        self._quotas = quotas
+
+    def collect(self) -> Iterator[Metric]:
+        quotas = self._quotas()
+        if quotas is None:
+            return
+        labels = ("user", "client_id")
+        tokens = gauge("kafka_server_controllermutation_tokens", "Tokens left in the bucket", labels=labels)
+        for (user, client), left in sorted(quotas.tokens(quotas.clock()).items()):
+            tokens.add_metric([user, client], left)
+        throttle = gauge("kafka_server_controllermutation_throttle_time", "Mean throttle ms", labels=labels)
+        throttled = counter("ksteward_controller_mutation_throttled", "Mutations throttled", labels=labels)
+        for (user, client), (times, total_ms) in sorted(quotas.throttled.items()):
+            throttle.add_metric([user, client], total_ms / times)
+            throttled.add_metric([user, client], times)
+        yield from (tokens, throttle, throttled)
+
+
+class PolicyCollector(Collector):
+    """PolicyViolations per policy class (``ksteward.policy.loader.REJECTIONS``); Kafka has no such metric."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = counter("ksteward_policy_rejections", "Requests a policy refused", labels=("policy",))
+        for name, n in sorted(REJECTIONS.items()):
+            family.add_metric([name], n)
+        yield family
