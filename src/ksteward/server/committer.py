@@ -71,7 +71,7 @@ class GroupCommitter:
         self.fsyncs = 0
         # For the metrics endpoint: each fsync's time (ms), the batches each fsync made durable, the last snapshot.
         self.fsync_ms = Histogram()
-        self.batches_per_fsync = Histogram(COUNT_BOUNDS)
+        self.batches_per_fsync = Histogram(COUNT_BOUNDS, discrete=True)
         self.last_snapshot: SnapshotFacts | None = None
 
     @property

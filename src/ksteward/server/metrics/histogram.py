@@ -40,10 +40,11 @@ COUNT_BOUNDS: tuple[float, ...] = tuple(float(2**i) for i in range(13))
 class Histogram:
     """Counts per bucket (``counts[i]``: values <= ``bounds[i]``, the last one above every bound) and the sum."""
 
-    __slots__ = ("bounds", "counts", "sum")
+    __slots__ = ("bounds", "counts", "discrete", "sum")
 
-    def __init__(self, bounds: Sequence[float] = MS_BOUNDS) -> None:
+    def __init__(self, bounds: Sequence[float] = MS_BOUNDS, *, discrete: bool = False) -> None:
         self.bounds = tuple(bounds)
+        self.discrete = discrete  # whole numbers: a quantile is its bucket's upper bound, not interpolated
         self.counts = [0] * (len(self.bounds) + 1)
         self.sum = 0.0
 
@@ -57,7 +58,7 @@ class Histogram:
 
     def merged(self, others: Sequence[Histogram]) -> Histogram:
         """A new histogram holding this one's observations and ``others``' (same bounds)."""
-        total = Histogram(self.bounds)
+        total = Histogram(self.bounds, discrete=self.discrete)
         for h in (self, *others):
             total.sum += h.sum
             for i, n in enumerate(h.counts):
@@ -80,7 +81,7 @@ class Histogram:
         for i, n in enumerate(counts):
             upper = self.bounds[i] if i < len(self.bounds) else lower * 2 or 1.0
             if n and seen + n >= rank:
-                return lower + (upper - lower) * (rank - seen) / n
+                return upper if self.discrete else lower + (upper - lower) * (rank - seen) / n
             seen += n
             lower = upper
         return lower

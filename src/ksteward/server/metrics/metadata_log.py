@@ -57,4 +57,5 @@ class MetadataLogCollector(Collector):
             last.size_bytes, last.seconds, (time.time() - last.written_at) * 1000)  # fmt: skip
         yield gauge("kafka_server_snapshotemitter_latestsnapshotgeneratedbytes", "Last snapshot's bytes", size)
         yield gauge("kafka_server_snapshotemitter_latestsnapshotgeneratedagems", "Its age (ms)", age_ms)
-        yield gauge("ksteward_metadata_snapshot_generation_time_ms", "Time to write it (ms)", seconds * 1000)
+        yield gauge("ksteward_metadata_snapshot_generation_time_ms", "Time to write it (ms)",
+                    seconds * 1000 if last is not None else -1.0)  # fmt: skip
