@@ -11,7 +11,7 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.server.metrics import MetricsSettings, metrics_settings
 from ksteward.server.metrics.collectors import RateWindow
-from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram
+from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, RecentWindow
 from ksteward.server.metrics.recorders import RequestMetrics, error_codes
 
 
@@ -69,7 +69,7 @@ def test_one_request_is_recorded_per_version_and_error() -> None:
     metrics.record(29, 2, 40, (31,), local_ms=1.0, remote_ms=2.0, send_ms=0.5)
     stats = metrics.by_api[29]
     assert stats.by_version == {3: 1, 2: 1} and stats.errors == {0: 1, 31: 1}
-    assert stats.requests == 2 and stats.total.count == 2 and stats.remote.count == 1
+    assert stats.requests == 2 and stats.total.count == 2 and stats.remote.count == 2
     assert stats.total.sum == pytest.approx(5.0)
 
 
@@ -81,3 +81,17 @@ def test_metrics_settings() -> None:
     for bad, message in (("0", "between 1 and 65535, not 0"), ("65536", "not 65536"), ("x", "an integer")):
         with pytest.raises(ValueError, match=message):
             metrics_settings({"metrics.port": bad})
+
+
+def test_recent_quantiles_forget_what_is_older_than_the_window() -> None:
+    now = [0.0]
+    window = RecentWindow(300.0, clock=lambda: now[0])
+    h = Histogram((1.0, 10.0, 100.0))
+    for _ in range(100):
+        h.observe(50.0)  # slow at first
+    assert window.recent("k", h).quantile(0.5) > 10.0  # no earlier scrape: everything so far
+    now[0] = 300.0
+    for _ in range(100):
+        h.observe(0.5)  # then fast
+    assert window.recent("k", h).quantile(0.99) <= 1.0  # only the last five minutes
+    assert h.quantile(0.5) > 0.5  # the cumulative figures (_count, _sum) keep everything

@@ -24,7 +24,7 @@ from ksteward.metadata.image import MetadataImage
 from ksteward.policy.loader import REJECTIONS
 from ksteward.protocol.apis import api_name
 from ksteward.server.metrics.families import counter, gauge, summary
-from ksteward.server.metrics.histogram import Histogram
+from ksteward.server.metrics.histogram import Histogram, RecentWindow
 from ksteward.server.metrics.recorders import RequestMetrics, SocketServerMetrics
 
 _REQUEST = "kafka_network_requestmetrics_"
@@ -63,10 +63,12 @@ def _error_name(code: int) -> str:
 class RequestCollector(Collector):
     """``kafka.network:type=RequestMetrics``: per request type (and version, for RequestsPerSec)."""
 
-    def __init__(self, metrics: RequestMetrics) -> None:
+    def __init__(self, metrics: RequestMetrics, window: RecentWindow | None = None) -> None:
         self._metrics = metrics
+        self._window = window or RecentWindow()
 
     def collect(self) -> Iterator[Metric]:
+        window = self._window
         by_api = sorted((api_name(key), stats) for key, stats in self._metrics.by_api.items())
         requests = counter(_REQUEST + "requests", "Requests served (RequestsPerSec)", labels=("request", "version"))
         errors = counter(_REQUEST + "errors", "Response error codes (ErrorsPerSec)", labels=("request", "error"))
@@ -79,19 +81,19 @@ class RequestCollector(Collector):
         yield errors
         none = Histogram()
         yield summary(_REQUEST + "totaltimems", "Request time in ms, from decoded to sent (TotalTimeMs)",
-                      (({"request": n}, s.total, 0) for n, s in by_api))  # fmt: skip
+                      (({"request": n}, s.total, 0) for n, s in by_api), window)  # fmt: skip
         yield summary(_REQUEST + "requestqueuetimems", "Always 0: no request queue (RequestQueueTimeMs)",
                       (({"request": n}, none, s.requests) for n, s in by_api))  # fmt: skip
         yield summary(_REQUEST + "localtimems", "Handler time in ms (LocalTimeMs)",
-                      (({"request": n}, s.local, 0) for n, s in by_api))  # fmt: skip
+                      (({"request": n}, s.local, 0) for n, s in by_api), window)  # fmt: skip
         yield summary(_REQUEST + "remotetimems", "Wait for the controller in ms, forwarded requests (RemoteTimeMs)",
-                      (({"request": n}, s.remote, s.requests - s.remote.count) for n, s in by_api))  # fmt: skip
+                      (({"request": n}, s.remote, 0) for n, s in by_api), window)  # fmt: skip
         yield summary(_REQUEST + "responsequeuetimems", "Always 0: no response queue (ResponseQueueTimeMs)",
                       (({"request": n}, none, s.requests) for n, s in by_api))  # fmt: skip
         yield summary(_REQUEST + "responsesendtimems", "Writing the response in ms (ResponseSendTimeMs)",
-                      (({"request": n}, s.send, 0) for n, s in by_api))  # fmt: skip
+                      (({"request": n}, s.send, 0) for n, s in by_api), window)  # fmt: skip
         yield summary(_REQUEST + "requestbytes", "Request size in bytes (RequestBytes)",
-                      (({"request": n}, s.request_bytes, 0) for n, s in by_api))  # fmt: skip
+                      (({"request": n}, s.request_bytes, 0) for n, s in by_api), window)  # fmt: skip
 
 
 class SocketServerCollector(Collector):

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from ksteward.server.metrics.histogram import QUANTILES, Histogram
+from ksteward.server.metrics.histogram import QUANTILES, Histogram, RecentWindow
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
@@ -41,14 +41,17 @@ def summary(
     name: str,
     doc: str,
     series: Iterable[tuple[Mapping[str, str], Histogram, int]],
+    window: RecentWindow | None = None,
 ) -> Metric:
     """A Yammer histogram as the JMX exporter rules show it: ``name{quantile="0.99"}`` and ``name_count``
     (and ``name_sum``, which the rules lack). Each series is (labels, histogram, zeros): ``zeros`` counts
-    observations of 0 that were not recorded (see ``RequestMetrics``)."""
+    observations of 0 that were not recorded (the parts of the request time ksteward never spends, see
+    ``RequestMetrics``). With ``window``, the quantiles are those of its recent observations only."""
     family = Metric(name, doc, "summary")
     for labels, histogram, zeros in series:
+        recent = histogram if window is None else window.recent((name, *labels.items()), histogram)
         for text, q in QUANTILES:
-            family.add_sample(name, {**labels, "quantile": text}, histogram.quantile(q, zeros=zeros))
+            family.add_sample(name, {**labels, "quantile": text}, recent.quantile(q, zeros=zeros))
         family.add_sample(name + "_count", dict(labels), histogram.count + zeros)
         family.add_sample(name + "_sum", dict(labels), histogram.sum)
     return family

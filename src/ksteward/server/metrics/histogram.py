@@ -5,13 +5,16 @@ observation and every scrape run on the node's one event-loop thread (the endpoi
 see ``ksteward.server.metrics.endpoint``). Kafka's Yammer histograms report percentiles
 (``50thPercentile`` ... ``999thPercentile``), which the JMX exporter rules turn into ``quantile`` labels;
 here they are estimated at scrape time from the buckets, interpolating inside the bucket that holds the
-quantile, over every observation since the node started.
+quantile. Yammer's reservoir favours the last five minutes; :class:`RecentWindow` gives the quantiles over the
+observations of the last five minutes, from the bucket counts kept at earlier scrapes.
 """
 
 from __future__ import annotations
 
+import time
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Hashable, Sequence
 
 #: Kafka's Yammer percentiles, as the Strimzi rules label them: ``(\d+)thPercentile`` -> ``quantile="0.$1"``.
 QUANTILES: tuple[tuple[str, float], ...] = (
@@ -85,3 +88,29 @@ class Histogram:
             seen += n
             lower = upper
         return lower
+
+
+class RecentWindow:
+    """The observations of the last ``window_s`` of one histogram per key, as a histogram: its counts now less
+    its counts at the newest earlier scrape at least ``window_s`` old (or since the start, before there is one).
+    A snapshot is kept every tenth of the window at most, so a key holds about eleven."""
+
+    def __init__(self, window_s: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._window_s = window_s
+        self._clock = clock
+        self._snapshots: dict[Hashable, deque[tuple[float, list[int]]]] = {}
+
+    def recent(self, key: Hashable, histogram: Histogram) -> Histogram:
+        now = self._clock()
+        counts = list(histogram.counts)
+        snapshots = self._snapshots.get(key)
+        if snapshots is None:
+            snapshots = self._snapshots[key] = deque()
+        while len(snapshots) > 1 and now - snapshots[1][0] >= self._window_s:
+            snapshots.popleft()
+        base = snapshots[0][1] if snapshots and now - snapshots[0][0] >= self._window_s else None
+        if not snapshots or now - snapshots[-1][0] >= self._window_s / 10:
+            snapshots.append((now, counts))
+        view = Histogram(histogram.bounds, discrete=histogram.discrete)
+        view.counts = counts if base is None else [c - b for c, b in zip(counts, base, strict=True)]
+        return view

@@ -12,6 +12,7 @@ from prometheus_client.registry import Collector
 
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.metrics.families import gauge, summary
+from ksteward.server.metrics.histogram import RecentWindow
 
 _RAFT = "kafka_server_raftmetrics_"
 
@@ -32,6 +33,7 @@ class MetadataLogCollector(Collector):
     def __init__(self, raft: RaftView, committer: Callable[[], GroupCommitter | None]) -> None:
         self._raft = raft
         self._committer = committer
+        self._window = RecentWindow()
 
     def collect(self) -> Iterator[Metric]:
         raft = self._raft
@@ -49,9 +51,10 @@ class MetadataLogCollector(Collector):
         fsync = committer.fsync_ms
         n = fsync.count
         yield gauge(_RAFT + "commit_latency_avg", "Mean group-commit fsync time (ms)", fsync.sum / n if n else 0.0)
-        yield summary("ksteward_metadata_log_fsync_time_ms", "Group-commit fsync time (ms)", [({}, fsync, 0)])
+        yield summary("ksteward_metadata_log_fsync_time_ms", "Group-commit fsync time (ms)",
+                      [({}, fsync, 0)], self._window)  # fmt: skip
         yield summary("ksteward_metadata_log_group_commit_batches", "Batches made durable by one fsync",
-                      [({}, committer.batches_per_fsync, 0)])  # fmt: skip
+                      [({}, committer.batches_per_fsync, 0)], self._window)  # fmt: skip
         last = committer.last_snapshot
         size, seconds, age_ms = (-1, -1.0, -1.0) if last is None else (
             last.size_bytes, last.seconds, (time.time() - last.written_at) * 1000)  # fmt: skip

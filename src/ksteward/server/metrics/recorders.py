@@ -11,7 +11,7 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
   decoded and the response is written as soon as it is encoded (no request or response queue between threads).
   They are not observed; the collector reports them with the request count and zero quantiles.
 - ``RemoteTimeMs`` is the wait for another node: on a broker-only node, a forwarded request's round trip to the
-  controller (Kafka's forwarding waits in the same place). It is observed only when non-zero; the rest count as 0.
+  controller (Kafka's forwarding waits in the same place); 0 for every other request.
 - ``LocalTimeMs`` is the handler's time minus the remote time (it includes a controller's commit wait).
 - ``ResponseSendTimeMs`` is writing the response until the socket has taken it (``drain``).
 """
@@ -35,7 +35,7 @@ class ApiStats:
         self.errors: dict[int, int] = {}  # error code -> count, NONE (0) included, as Kafka's ErrorsPerSec
         self.total = Histogram()
         self.local = Histogram()
-        self.remote = Histogram()  # non-zero observations only
+        self.remote = Histogram()
         self.send = Histogram()
         self.request_bytes = Histogram(BYTES_BOUNDS)
 
@@ -71,8 +71,7 @@ class RequestMetrics:
             errors[code] = errors.get(code, 0) + 1
         stats.total.observe(local_ms + remote_ms + send_ms)
         stats.local.observe(local_ms)
-        if remote_ms > 0:
-            stats.remote.observe(remote_ms)
+        stats.remote.observe(remote_ms)
         stats.send.observe(send_ms)
         stats.request_bytes.observe(request_bytes)
 
