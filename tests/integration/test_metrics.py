@@ -176,6 +176,8 @@ def test_a_broker_only_and_a_controller_only_node_serve_metrics(tmp_path: object
         assert value(broker, "kafka_server_forwardingmanager_queuelength") == 0
         assert value(broker, "kafka_network_requestmetrics_errors_total", request="CreateAcls", error="NONE") == 1
         assert value(broker, "kafka_network_requestmetrics_remotetimems_count", request="CreateAcls") == 1
+        assert value(broker, "kafka_server_forwardingmanager_remotetimems_count") == 1
+        assert value(broker, "kafka_server_forwardingmanager_queuetimems_count") == 1
 
         def broker_applied() -> bool:
             applied = value(scrape(ports["broker"]), "kafka_server_brokermetadatametrics_last_applied_record_offset")

@@ -171,6 +171,8 @@ class BrokerServer(Server):
     def _role_collectors(self) -> list[Collector]:
         """A broker-only node's: broker-metadata-metrics from its image, the log it observes, the forwarding queue."""
         follower = self.follower
+        assert self._channel is not None
+        channel = self._channel
         observer, follower_log = follower.observer, follower.follower_log
         raft = RaftView(
             state="observer",
@@ -183,7 +185,7 @@ class BrokerServer(Server):
         return [
             ImageCollector(lambda: self.image, controller=False),
             MetadataLogCollector(raft, lambda: None),
-            ForwardingCollector(self._forwarding),
+            ForwardingCollector(self._forwarding, channel.queue_time_ms, channel.remote_time_ms),
         ]
 
     def _format(self, dirs: list[Path]) -> uuid.UUID | None:

@@ -197,15 +197,22 @@ class ImageCollector(Collector):
 
 
 class ForwardingCollector(Collector):
-    """``kafka.server:type=ForwardingManager`` on a broker-only node. QueueTimeMs and RemoteTimeMs join here
-    when the forwarding channel records them."""
+    """``kafka.server:type=ForwardingManager`` (KIP-938) on a broker-only node: the queue's length now, and the
+    times the forwarding channel (``ControllerChannel``) observed."""
 
-    def __init__(self, manager: ForwardingManager) -> None:
+    def __init__(self, manager: ForwardingManager, queue_time_ms: Histogram, remote_time_ms: Histogram) -> None:
         self._manager = manager
+        self._queue_time_ms = queue_time_ms
+        self._remote_time_ms = remote_time_ms
+        self._window = RecentWindow()
 
     def collect(self) -> Iterator[Metric]:
-        yield gauge("kafka_server_forwardingmanager_queuelength", "Forwarded requests waiting or in flight",
-                    self._manager.queued)  # fmt: skip
+        prefix = "kafka_server_forwardingmanager_"
+        yield gauge(prefix + "queuelength", "Forwarded requests waiting or in flight", self._manager.queued)
+        yield summary(prefix + "queuetimems", "ms a request waited before it was first sent",
+                      [({}, self._queue_time_ms, 0)], self._window)  # fmt: skip
+        yield summary(prefix + "remotetimems", "ms from sending an envelope to the controller's answer",
+                      [({}, self._remote_time_ms, 0)], self._window)  # fmt: skip
 
 
 class ControllerMutationCollector(Collector):
