@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,17 +196,15 @@ class Connection:
         sent = time.perf_counter()
         remote_ms, self._remote_ms = self._remote_ms, 0.0
         response, self._response = self._response, None
-        codes: tuple[int, ...]
+        codes: Iterable[int]
         if isinstance(request, UnsupportedApiVersionsRequest):
             key, version, codes = int(ApiKey.API_VERSIONS), 0, (int(ErrorCode.unsupported_version),)
         else:
             key, version = request.api_key, request.api_version
-            codes = response.error_codes if isinstance(response, PreEncoded) else tuple(error_codes(response))
-        local_ms = max((handled - started) * 1000 - remote_ms, 0.0)
+            codes = response.error_codes if isinstance(response, PreEncoded) else error_codes(response)
+        local_ms = (handled - started) * 1000 - remote_ms
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
-        metrics.record(
-            key, version, size, codes, local_ms=local_ms, remote_ms=remote_ms, send_ms=(sent - handled) * 1000
-        )
+        metrics.record(key, version, size, codes, local_ms if local_ms > 0 else 0.0, remote_ms, (sent - handled) * 1000)
 
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""

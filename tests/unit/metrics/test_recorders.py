@@ -65,8 +65,8 @@ def test_error_codes_come_from_the_top_level_and_every_entry() -> None:
 
 def test_one_request_is_recorded_per_version_and_error() -> None:
     metrics = RequestMetrics()
-    metrics.record(29, 3, 40, (0,), local_ms=1.0, remote_ms=0.0, send_ms=0.5)
-    metrics.record(29, 2, 40, (31,), local_ms=1.0, remote_ms=2.0, send_ms=0.5)
+    metrics.record(29, 3, 40, (0,), 1.0, 0.0, 0.5)
+    metrics.record(29, 2, 40, (31,), 1.0, 2.0, 0.5)
     stats = metrics.by_api[29]
     assert stats.by_version == {3: 1, 2: 1} and stats.errors == {0: 1, 31: 1}
     assert stats.requests == 2 and stats.total.count == 2 and stats.remote.count == 2

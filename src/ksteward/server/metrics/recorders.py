@@ -19,10 +19,11 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ksteward.server.metrics.histogram import BYTES_BOUNDS, Histogram
+from ksteward.server.metrics.histogram import BYTES_BOUNDS, MS_BOUNDS, Histogram
 
 
 class ApiStats:
@@ -55,25 +56,37 @@ class RequestMetrics:
         api_key: int,
         api_version: int,
         request_bytes: int,
-        error_codes: Iterator[int] | tuple[int, ...],
-        *,
+        codes: Iterable[int],
         local_ms: float,
         remote_ms: float,
         send_ms: float,
     ) -> None:
+        """One answered request. The histograms are updated inline (``Histogram.observe``'s two lines, without
+        the call): this runs once per request, and a call costs as much as the update."""
         stats = self.by_api.get(api_key)
         if stats is None:
             stats = self.by_api[api_key] = ApiStats()
         versions = stats.by_version
         versions[api_version] = versions.get(api_version, 0) + 1
         errors = stats.errors
-        for code in error_codes:
+        for code in codes:
             errors[code] = errors.get(code, 0) + 1
-        stats.total.observe(local_ms + remote_ms + send_ms)
-        stats.local.observe(local_ms)
-        stats.remote.observe(remote_ms)
-        stats.send.observe(send_ms)
-        stats.request_bytes.observe(request_bytes)
+        total_ms = local_ms + remote_ms + send_ms
+        h = stats.total
+        h.counts[bisect_left(MS_BOUNDS, total_ms)] += 1
+        h.sum += total_ms
+        h = stats.local
+        h.counts[bisect_left(MS_BOUNDS, local_ms)] += 1
+        h.sum += local_ms
+        h = stats.remote
+        h.counts[bisect_left(MS_BOUNDS, remote_ms)] += 1
+        h.sum += remote_ms
+        h = stats.send
+        h.counts[bisect_left(MS_BOUNDS, send_ms)] += 1
+        h.sum += send_ms
+        h = stats.request_bytes
+        h.counts[bisect_left(BYTES_BOUNDS, request_bytes)] += 1
+        h.sum += request_bytes
 
 
 @dataclasses.dataclass(slots=True)
