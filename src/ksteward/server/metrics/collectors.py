@@ -23,9 +23,9 @@ from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.metadata.image import MetadataImage
 from ksteward.policy.loader import REJECTIONS
 from ksteward.protocol.apis import api_name
-from ksteward.server.metrics.families import counter, gauge, summary
+from ksteward.server.metrics.families import counter, gauge, summary, summary_rows
 from ksteward.server.metrics.histogram import Histogram, RecentWindow
-from ksteward.server.metrics.recorders import RequestMetrics, SocketServerMetrics
+from ksteward.server.metrics.recorders import ApiStats, RequestMetrics, SocketServerMetrics
 
 _REQUEST = "kafka_network_requestmetrics_"
 _SOCKET = "kafka_server_socket_server_metrics_"
@@ -86,14 +86,24 @@ class RequestCollector(Collector):
                       (({"request": n}, none, s.requests) for n, s in by_api))  # fmt: skip
         yield summary(_REQUEST + "localtimems", "Handler time in ms (LocalTimeMs)",
                       (({"request": n}, s.local, 0) for n, s in by_api), window)  # fmt: skip
-        yield summary(_REQUEST + "remotetimems", "Wait for the controller in ms, forwarded requests (RemoteTimeMs)",
-                      (({"request": n}, s.remote, 0) for n, s in by_api), window)  # fmt: skip
+        yield self._remote(by_api)
         yield summary(_REQUEST + "responsequeuetimems", "Always 0: no response queue (ResponseQueueTimeMs)",
                       (({"request": n}, none, s.requests) for n, s in by_api))  # fmt: skip
         yield summary(_REQUEST + "responsesendtimems", "Writing the response in ms (ResponseSendTimeMs)",
                       (({"request": n}, s.send, 0) for n, s in by_api), window)  # fmt: skip
         yield summary(_REQUEST + "requestbytes", "Request size in bytes (RequestBytes)",
                       (({"request": n}, s.request_bytes, 0) for n, s in by_api), window)  # fmt: skip
+
+    def _remote(self, by_api: list[tuple[str, ApiStats]]) -> Metric:
+        """RemoteTimeMs: only non-zero times are observed, so the zeros are the requests (TotalTimeMs' count,
+        overall and recently) less the remote observations."""
+        window, rows = self._window, []
+        for name, stats in by_api:
+            recent_total = window.recent((_REQUEST + "totaltimems", ("request", name)), stats.total).count
+            recent = window.recent((_REQUEST + "remotetimems", ("request", name)), stats.remote)
+            zeros = stats.total.count - stats.remote.count
+            rows.append(({"request": name}, stats.remote, zeros, recent, recent_total - recent.count))
+        return summary_rows(_REQUEST + "remotetimems", "Wait for the controller in ms (RemoteTimeMs)", rows)
 
 
 class SocketServerCollector(Collector):

@@ -47,11 +47,21 @@ def summary(
     (and ``name_sum``, which the rules lack). Each series is (labels, histogram, zeros): ``zeros`` counts
     observations of 0 that were not recorded (the parts of the request time ksteward never spends, see
     ``RequestMetrics``). With ``window``, the quantiles are those of its recent observations only."""
-    family = Metric(name, doc, "summary")
+    rows = []
     for labels, histogram, zeros in series:
         recent = histogram if window is None else window.recent((name, *labels.items()), histogram)
+        rows.append((labels, histogram, zeros, recent, zeros if window is None else 0))
+    return summary_rows(name, doc, rows)
+
+
+def summary_rows(
+    name: str, doc: str, rows: Iterable[tuple[Mapping[str, str], Histogram, int, Histogram, int]]
+) -> Metric:
+    """:func:`summary` with the quantiles' histogram given: (labels, histogram, zeros, recent, recent zeros)."""
+    family = Metric(name, doc, "summary")
+    for labels, histogram, zeros, recent, recent_zeros in rows:
         for text, q in QUANTILES:
-            family.add_sample(name, {**labels, "quantile": text}, recent.quantile(q, zeros=zeros))
+            family.add_sample(name, {**labels, "quantile": text}, recent.quantile(q, zeros=recent_zeros))
         family.add_sample(name + "_count", dict(labels), histogram.count + zeros)
         family.add_sample(name + "_sum", dict(labels), histogram.sum)
     return family

@@ -11,7 +11,8 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
   decoded and the response is written as soon as it is encoded (no request or response queue between threads).
   They are not observed; the collector reports them with the request count and zero quantiles.
 - ``RemoteTimeMs`` is the wait for another node: on a broker-only node, a forwarded request's round trip to the
-  controller (Kafka's forwarding waits in the same place); 0 for every other request.
+  controller (Kafka's forwarding waits in the same place); 0 for every other request. Only non-zero times are
+  observed; the collector counts the rest as zeros.
 - ``LocalTimeMs`` is the handler's time minus the remote time (it includes a controller's commit wait).
 - ``ResponseSendTimeMs`` is writing the response until the socket has taken it (``drain``).
 """
@@ -36,7 +37,7 @@ class ApiStats:
         self.errors: dict[int, int] = {}  # error code -> count, NONE (0) included, as Kafka's ErrorsPerSec
         self.total = Histogram()
         self.local = Histogram()
-        self.remote = Histogram()
+        self.remote = Histogram()  # non-zero times only: the requests not in it waited 0 ms
         self.send = Histogram()
         self.request_bytes = Histogram(BYTES_BOUNDS)
 
@@ -78,9 +79,10 @@ class RequestMetrics:
         h = stats.local
         h.counts[bisect_left(MS_BOUNDS, local_ms)] += 1
         h.sum += local_ms
-        h = stats.remote
-        h.counts[bisect_left(MS_BOUNDS, remote_ms)] += 1
-        h.sum += remote_ms
+        if remote_ms:  # only forwarded requests wait for another node; the others count as 0 (see the collector)
+            h = stats.remote
+            h.counts[bisect_left(MS_BOUNDS, remote_ms)] += 1
+            h.sum += remote_ms
         h = stats.send
         h.counts[bisect_left(MS_BOUNDS, send_ms)] += 1
         h.sum += send_ms
