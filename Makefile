@@ -62,6 +62,7 @@ bench: dev
 	$(PY) -m bench.topics
 	$(PY) -m bench.configs
 	$(PY) -m bench.pipeline
+	$(PY) -m bench.metrics
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules
