@@ -157,6 +157,13 @@ def test_only_get_metrics_is_served(metrics_server: KstewardServer) -> None:
     with socket.create_connection((HOST, port), timeout=10) as sock:  # not HTTP at all: closed, node unharmed
         sock.sendall(b"\x00\x01garbage\r\n\r\n")
         assert sock.recv(100).startswith(b"HTTP/1.1 400")
+    with socket.create_connection((HOST, port), timeout=10) as sock:  # a line past 8 KiB: closed unanswered
+        sock.sendall(b"GET /" + b"a" * 20_000 + b" HTTP/1.1\r\n\r\n")
+        try:
+            answer = sock.recv(100)
+        except ConnectionResetError:  # closed with the rest of the line unread: a reset, not a FIN
+            answer = b""
+        assert answer == b""
     assert "kafka_network_requestmetrics_requests_total" in names(scrape(port))
 
 

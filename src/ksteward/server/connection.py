@@ -150,9 +150,6 @@ class Connection:
                 if isinstance(event, NeedData):
                     self.protocol.receive_data(await self.reader.read(_READ_BYTES))
                     continue
-                if sockets is not None and not self._authenticated and self.protocol.authenticated:
-                    self._authenticated = True
-                    sockets.successful_authentications += 1
                 if isinstance(event, Close):
                     if sockets is not None and event.kind is CloseKind.AUTHENTICATION_FAILED:
                         sockets.failed_authentications += 1
@@ -175,6 +172,9 @@ class Connection:
                 self._last_active = loop.time()
                 if metrics is not None and not isinstance(event, AuthenticationReply):
                     self._record(metrics, event, started, handled)
+                if sockets is not None and not self._authenticated and self.protocol.authenticated:
+                    self._authenticated = True  # after the reply that completed the login, or the first one
+                    sockets.successful_authentications += 1
         except ProtocolError as exc:  # from a handler: a request Kafka would fail to parse
             log.warning("closing connection from %s on %s: %s", self.peer, self.listener.name, exc)
         except ConnectionError:
