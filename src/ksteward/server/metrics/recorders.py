@@ -67,11 +67,16 @@ class RequestMetrics:
         stats = self.by_api.get(api_key)
         if stats is None:
             stats = self.by_api[api_key] = ApiStats()
-        versions = stats.by_version
-        versions[api_version] = versions.get(api_version, 0) + 1
+        try:  # a version and an error code seen before: one lookup instead of get-then-set
+            stats.by_version[api_version] += 1
+        except KeyError:
+            stats.by_version[api_version] = 1
         errors = stats.errors
         for code in codes:
-            errors[code] = errors.get(code, 0) + 1
+            try:
+                errors[code] += 1
+            except KeyError:
+                errors[code] = 1
         total_ms = local_ms + remote_ms + send_ms
         h = stats.total
         h.counts[bisect_left(MS_BOUNDS, total_ms)] += 1
