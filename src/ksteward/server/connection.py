@@ -206,6 +206,12 @@ class Connection:
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
         metrics.record(key, version, size, codes, local_ms if local_ms > 0 else 0.0, remote_ms, (sent - handled) * 1000)
 
+    def _keep_for_metrics(self, response: Any) -> None:
+        """The response, for ``_record``'s error codes; only when metrics are on: an idle connection must not
+        hold on to its last (maybe large) response otherwise."""
+        if self.listener.request_metrics is not None:
+            self._response = response
+
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""
         peer, listener = self.peer, self.listener.name
@@ -289,7 +295,7 @@ class Connection:
             what = f"{api_name(key)} v{ctx.api_version} from {self.peer} failed; answering UNKNOWN_SERVER_ERROR"
             log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
-        self._response = response
+        self._keep_for_metrics(response)
         if isinstance(response, PreEncoded):
             return response.frame
         if forward is None and key in FORWARDABLE_API_KEYS:
@@ -316,7 +322,7 @@ class Connection:
                      api_name(request.api_key), request.api_version, request.min_offset)  # fmt: skip
             return None
         response = build(response_class(request.api_key, request.api_version), values)
-        self._response = response
+        self._keep_for_metrics(response)
         return encode_response(request.api_key, request.api_version, request.correlation_id, response)
 
     async def _forward(self, forward: Forward, request: Request) -> bytes | None:
@@ -335,7 +341,7 @@ class Connection:
         started = time.perf_counter()
         completion = await forward(client)
         self._remote_ms = (time.perf_counter() - started) * 1000
-        self._response = completion.response
+        self._keep_for_metrics(completion.response)
         return completion.frame()
 
     async def _forward_config_alter(
