@@ -9,19 +9,11 @@ docs/metrics.md lists every series.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from ksteward.server.metrics.histogram import QUANTILES, Histogram, RecentWindow
-
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
-
-
-def jmx_name(*parts: str) -> str:
-    """What the JMX exporter makes of a name: lower case, every character outside ``[a-zA-Z0-9_]`` an ``_``."""
-    return _UNSAFE.sub("_", "_".join(parts).lower())
 
 
 def gauge(name: str, doc: str, value: float | None = None, labels: Sequence[str] = ()) -> GaugeMetricFamily:
