@@ -105,6 +105,10 @@ def test_known_traffic_moves_the_request_and_authorizer_counters_by_exactly_that
     assert offset >= K_CREATE
     assert value(after, "kafka_server_raftmetrics_log_end_offset") == offset + 1
     assert moved(before, after, "ksteward_metadata_log_fsync_time_ms_count") >= 1
+    events = "kafka_controller_controllereventmanager_"
+    assert moved(before, after, events + "eventqueueprocessingtimems_count") >= K_CREATE  # and the heartbeats
+    assert value(after, events + "eventqueuetimems_count") == value(after, events + "eventqueueprocessingtimems_count")
+    assert value(after, events + "eventqueuetimems", quantile="0.99") == 0
 
 
 def test_policy_rejections_and_topic_counts(server_factory: ServerFactory) -> None:

@@ -66,7 +66,12 @@ from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
-from ksteward.server.metrics.collectors import ControllerMutationCollector, ImageCollector, PolicyCollector
+from ksteward.server.metrics.collectors import (
+    ControllerEventCollector,
+    ControllerMutationCollector,
+    ImageCollector,
+    PolicyCollector,
+)
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
@@ -264,7 +269,11 @@ class Server:
             leader=lambda: self._config.node_id,
             snapshot_count=lambda: len(metadata_log.snapshots()),
         )
+        events = ControllerEventCollector()
+        assert self._controller is not None
+        self._controller.on_event_processed = events.processing_ms.observe
         return [
+            events,
             ImageCollector(lambda: self.image, controller=True, errors=lambda: self._metadata_errors),
             MetadataLogCollector(raft, lambda: committer),
             ControllerMutationCollector(lambda: self._controller.mutation_quotas if self._controller else None),

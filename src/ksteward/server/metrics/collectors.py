@@ -256,3 +256,21 @@ class PolicyCollector(Collector):
         for name, n in sorted(REJECTIONS.items()):
             family.add_metric([name], n)
         yield family
+
+
+class ControllerEventCollector(Collector):
+    """``kafka.controller:type=ControllerEventManager``. A ksteward controller event (a mutation, a heartbeat, a
+    registration, the session check) runs when it is called, on the event loop: it never waits in a queue, so
+    EventQueueTimeMs is 0 for each. EventQueueProcessingTimeMs is its time up to its records appended
+    (``Controller.on_event_processed``)."""
+
+    def __init__(self) -> None:
+        self.processing_ms = Histogram()
+        self._window = RecentWindow()
+
+    def collect(self) -> Iterator[Metric]:
+        prefix = "kafka_controller_controllereventmanager_"
+        events = self.processing_ms.count
+        yield summary(prefix + "eventqueuetimems", "Always 0: events run when called", [({}, Histogram(), events)])
+        yield summary(prefix + "eventqueueprocessingtimems", "ms from an event's start to its records appended",
+                      [({}, self.processing_ms, 0)], self._window)  # fmt: skip
