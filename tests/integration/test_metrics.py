@@ -137,6 +137,24 @@ def test_policy_rejections_and_topic_counts(server_factory: ServerFactory) -> No
     assert value(samples, "kafka_controller_kafkacontroller_globalpartitioncount") == 3
 
 
+def test_a_snapshot_shows_in_the_snapshot_series(server_factory: ServerFactory) -> None:
+    port = free_port()
+    small = {"metrics.port": str(port), "metadata.log.max.record.bytes.between.snapshots": "2048"}
+    server = server_factory("sasl", small).start()
+    client = acl_client("confluent-kafka", server.bootstrap)
+    for i in range(40):  # ~100 bytes a batch: past 2 KiB, the committer writes a snapshot
+        client.create(ADMIN, [("TOPIC", f"t-{i}", "LITERAL", "User:bob", "*", "READ", "ALLOW")])
+
+    def snapshot_written() -> bool:
+        return value(scrape(port), "kafka_server_snapshotemitter_latestsnapshotgeneratedbytes") > 0
+
+    wait_for(snapshot_written, 10, "a snapshot in the metrics")
+    samples = scrape(port)
+    assert value(samples, "ksteward_metadata_snapshot_count") >= 1
+    assert value(samples, "kafka_server_snapshotemitter_latestsnapshotgeneratedagems") >= 0
+    assert value(samples, "ksteward_metadata_snapshot_generation_time_ms") >= 0
+
+
 def test_logins_are_counted_by_listener(metrics_server: KstewardServer) -> None:
     port = metrics_server.metrics_port  # type: ignore[attr-defined]
     before = scrape(port)
