@@ -65,6 +65,7 @@ bench: dev
 	$(PY) -m bench.forwarding
 	$(PY) -m bench.catchup
 	$(PY) -m bench.replication_lag
+	$(PY) -m bench.metrics
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules

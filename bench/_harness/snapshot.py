@@ -35,10 +35,13 @@ def topic_name(index: int) -> str:
     return f"bench-topic-{index:07d}"
 
 
-def generated_records(topics: int, configs: int, acls: int, seed: int = 7) -> Iterator[MetadataRecord]:
+def generated_records(
+    topics: int, configs: int, acls: int, seed: int = 7, principals: int = 1000
+) -> Iterator[MetadataRecord]:
     """A realistic mix in Kafka's snapshot order: each TopicRecord followed by its three
     PartitionRecords, then TOPIC ConfigRecords (three keys per topic), then topic ACLs (READ, WRITE,
-    DESCRIBE; one in ten PREFIXED) for a thousand principals."""
+    DESCRIBE; one in ten PREFIXED) for ``principals`` principals. With few principals, ACLs repeat once
+    the (topic, principal, operation) cycle wraps; ``principals >= acls`` makes every one distinct."""
     rng = random.Random(seed)
     leader, isr = BrokerId(1), (i32(1),)
     for t in range(topics):
@@ -60,7 +63,7 @@ def generated_records(topics: int, configs: int, acls: int, seed: int = 7) -> It
             resource_type=i8(2),  # TOPIC
             resource_name=name[:14] if prefixed else name,
             pattern_type=i8(4 if prefixed else 3),  # PREFIXED, LITERAL
-            principal=f"User:app-{a % 1000:04d}",
+            principal=f"User:app-{a % principals:04d}",
             host="*",
             operation=i8((3, 4, 8)[a % 3]),  # READ, WRITE, DESCRIBE
             permission_type=i8(3),  # ALLOW
@@ -78,7 +81,7 @@ class SnapshotBuild:
 
 
 async def build_snapshot_dir(
-    workdir: Path, name: str, ports: tuple[int, int], topics: int, configs: int, acls: int
+    workdir: Path, name: str, ports: tuple[int, int], topics: int, configs: int, acls: int, principals: int = 1000
 ) -> SnapshotBuild:
     """A data directory whose newest snapshot holds the server's own records plus generated ones.
 
@@ -88,7 +91,8 @@ async def build_snapshot_dir(
     """
     server = ServerProcess(workdir, f"{name}-bootstrap", data_dir=workdir / name, ports=ports)
     await bootstrap(server)
-    return await asyncio.to_thread(append_snapshot, server.data_dir, generated_records(topics, configs, acls))
+    generated = generated_records(topics, configs, acls, principals=principals)
+    return await asyncio.to_thread(append_snapshot, server.data_dir, generated)
 
 
 async def bootstrap(server: ServerProcess) -> None:

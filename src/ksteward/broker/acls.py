@@ -156,7 +156,7 @@ async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) ->
     resources = [(rt, name, pt, entries) for (rt, name, pt), entries in groups.items()]
     # Large describes are encoded directly: kio's writer costs ~20 µs an ACL (see fast_describe_acls).
     frame = encode_describe_acls_response(ctx.api_version, ctx.correlation_id, 0, None, resources)
-    return PreEncoded(frame)
+    return PreEncoded(frame, error_codes=(0,))
 
 
 async def handle_create_acls(node: Node, ctx: RequestContext, request: Any) -> Any:

@@ -28,7 +28,7 @@ def authorize(
     audit = node.audit
     if audit is None or not (log_if_allowed or log_if_denied):
         # Nothing will be audited: the plain decision is ~3x cheaper than finding its reason.
-        return (
+        allowed = (
             auth.authorize(
                 principal=ctx.principal,
                 host=ctx.client_host,
@@ -38,6 +38,8 @@ def authorize(
             )
             is AuthorizationResult.ALLOWED
         )
+        _count(ctx, allowed)
+        return allowed
     decision = auth.authorize_with_reason(
         principal=ctx.principal,
         host=ctx.client_host,
@@ -46,6 +48,7 @@ def authorize(
         resource_name=resource_name,
     )
     allowed = decision.result is AuthorizationResult.ALLOWED
+    _count(ctx, allowed)
     if (allowed and log_if_allowed) or (not allowed and log_if_denied):
         audit.write(
             AuditEvent(
@@ -59,6 +62,15 @@ def authorize(
             )
         )
     return allowed
+
+
+def _count(ctx: RequestContext, allowed: bool) -> None:
+    counts = ctx.authorizations
+    if counts is not None:
+        if allowed:
+            counts.allowed += 1
+        else:
+            counts.denied += 1
 
 
 def authorized_operations(node: Node, ctx: RequestContext, resource_type: ResourceType, resource_name: str) -> int:

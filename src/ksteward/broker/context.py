@@ -17,6 +17,15 @@ from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
 
 
+@dataclass(slots=True)
+class AuthorizationCounts:
+    """A node's authorization decisions since it started (KIP-771's authorizer metrics count the same:
+    one per action authorized, allowed or denied). Incremented on the event-loop thread only."""
+
+    allowed: int = 0
+    denied: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     principal: str  # "User:alice"; "User:ANONYMOUS" on PLAINTEXT
@@ -28,6 +37,7 @@ class RequestContext:
     api_version: int
     api_table: ApiTable
     correlation_id: int = 0
+    authorizations: AuthorizationCounts | None = None  # set when the node serves metrics
 
 
 class Node(Protocol):

@@ -9,9 +9,10 @@ forwarding exists.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.controller.acls import AclControlManager, AclDeletionResult
@@ -42,6 +43,22 @@ from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.image import MetadataImage
 
 T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _event(
+    method: Callable[Concatenate[Controller, P], Awaitable[T]],
+) -> Callable[Concatenate[Controller, P], Awaitable[T]]:
+    """A controller event (Kafka's QuorumController runs each on its event queue): note when it starts, so that
+    ``_commit`` can report its processing time, from here to its records appended (the manager's checks, the
+    replay and the write; not the wait for the fsync)."""
+
+    @functools.wraps(method)
+    async def run(self: Controller, *args: P.args, **kwargs: P.kwargs) -> T:
+        self._event_started = self.timer()
+        return await method(self, *args, **kwargs)
+
+    return run
 
 
 class MetadataWriter(Protocol):
@@ -69,32 +86,45 @@ class Controller:
         self.mutation_quotas = MutationQuotas()  # KIP-599 buckets
         self.topics = topics or TopicControlManager()
         self.configs = configs or ConfigControlManager(node_id=1, static={})
+        #: Called with each event's processing time in ms (the metrics' EventQueueProcessingTimeMs), if set.
+        self.on_event_processed: Callable[[float], None] | None = None
+        self.timer: Callable[[], float] = time.perf_counter
+        self._event_started = 0.0
 
     async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
         """The one way a mutation reaches the log: its records appended as one batch (none when
         ``validate_only`` or when there are none), then its response once they are durable."""
-        if result.records and not validate_only:
-            await self.writer.append(list(result.records))
+        durable = self.writer.append(list(result.records)) if result.records and not validate_only else None
+        report = self.on_event_processed
+        if report is not None:
+            report((self.timer() - self._event_started) * 1000)
+        if durable is not None:
+            await durable
         return result.response
 
+    @_event
     async def bootstrap(self, broker: BrokerRegistration | None) -> None:
         """Before the listeners open: finalize metadata.version on a new log, register this broker."""
         await self._commit(bootstrap(self.writer.latest, broker))
         self.membership.activate(self.writer.latest, self.clock())
 
+    @_event
     async def register_broker(self, request: RegistrationRequest) -> RegistrationReply:
         """BrokerRegistration (62): the broker epoch once its RegisterBrokerRecord is durable."""
         return await self._commit(self.membership.register_broker(self.writer.latest, request, self.clock()))
 
+    @_event
     async def broker_heartbeat(self, request: HeartbeatRequest) -> HeartbeatReply:
         """BrokerHeartbeat (63): the reply once its fence / unfence / shutdown records are durable."""
         return await self._commit(self.membership.process_heartbeat(self.writer.latest, request, self.clock()))
 
+    @_event
     async def fence_stale_brokers(self, now: float | None = None) -> list[int]:
         """The periodic session check: fence every broker whose session expired; the ids fenced."""
         now = self.clock() if now is None else now
         return await self._commit(self.membership.fence_stale_brokers(self.writer.latest, now))
 
+    @_event
     async def create_topics(
         self, topics: Sequence[NewTopic], *, validate_only: bool, may_create: NameFilter,
         may_describe_configs: NameFilter, describe_created: bool = True, charge: QuotaCharge | None = None,
@@ -105,6 +135,7 @@ class Controller:
         )  # fmt: skip
         return await self._commit(result, validate_only=validate_only)
 
+    @_event
     async def delete_topics(
         self, refs: Sequence[TopicRef], *, api_version: int, validate_only: bool, may_describe: NameFilter,
         may_delete: NameFilter, charge: QuotaCharge | None = None,
@@ -115,6 +146,7 @@ class Controller:
         )  # fmt: skip
         return await self._commit(result, validate_only=validate_only)
 
+    @_event
     async def create_partitions(
         self, topics: Sequence[NewPartitions], *, validate_only: bool, may_alter: NameFilter,
         charge: QuotaCharge | None = None,
@@ -124,6 +156,7 @@ class Controller:
         )
         return await self._commit(result, validate_only=validate_only)
 
+    @_event
     async def alter_configs(
         self, alterations: Sequence[ConfigAlteration], *, validate_only: bool
     ) -> list[ApiError | None]:
@@ -132,12 +165,15 @@ class Controller:
         batch, none with ``validate_only``."""
         return await self._commit(self.configs.alter(self.writer.latest, alterations), validate_only=validate_only)
 
+    @_event
     async def create_acls(self, creations: Sequence[AclBinding]) -> list[ApiError]:
         return await self._commit(self.acls.create_acls(self.writer.latest, creations))
 
+    @_event
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeletionResult]:
         return await self._commit(self.acls.delete_acls(self.writer.latest, filters))
 
+    @_event
     async def alter_client_quotas(
         self, alterations: Sequence[QuotaAlteration], *, validate_only: bool
     ) -> list[QuotaAlterationResult]:
@@ -146,5 +182,6 @@ class Controller:
         result = alter_client_quotas(self.writer.latest.client_quotas, alterations)
         return await self._commit(result, validate_only=validate_only)
 
+    @_event
     async def alter_user_scram_credentials(self, request: Any) -> list[ScramAlterationResult]:
         return await self._commit(alter_user_scram_credentials(self.writer.latest, request))

@@ -47,6 +47,8 @@ DEFAULT_SAMPLES = 11
 DEFAULT_WINDOW_SECONDS = 1.0
 THROTTLED = ApiError(ErrorCode.throttling_quota_exceeded, "The throttling quota has been exceeded.")
 _PRUNE_ABOVE = 1024
+#: Where throttles are counted once ``_PRUNE_ABOVE`` buckets have been: many client ids must not grow the figures.
+OTHER_TAGS: Tags = ("<other>", "<other>")
 
 
 def _pair(user: str | None, client_id: str | None) -> QuotaEntity:
@@ -148,6 +150,10 @@ class MutationQuotaRecorder:
     def _throttled(self, throttle_ms: int, now: float) -> None:
         self._throttle_ms = throttle_ms
         self._recorded_at = now
+        throttled = self._quotas.throttled
+        tags = self._tags if self._tags in throttled or len(throttled) < _PRUNE_ABOVE else OTHER_TAGS
+        times, total_ms = throttled.get(tags, (0, 0))
+        throttled[tags] = (times + 1, total_ms + throttle_ms)
 
     def throttle_time_ms(self) -> int:
         """The throttle time to report, less what has elapsed since it was computed."""
@@ -169,6 +175,8 @@ class MutationQuotas:
         self.clock = clock
         self.burst_seconds = samples * window_seconds
         self._buckets: dict[Tags, TokenBucket] = {}
+        #: Per bucket: mutations throttled (or refused) since start, and their throttle times' sum in ms (metrics).
+        self.throttled: dict[Tags, tuple[int, int]] = {}
         self._rates_of: Mapping[QuotaEntity, Mapping[str, float]] | None = None
         self._rates: dict[QuotaEntity, float] = {}
 
@@ -204,6 +212,14 @@ class MutationQuotas:
             found = self._buckets[tags] = TokenBucket(burst, now, burst)
         found.refill(rate, burst, now)
         return found
+
+    def tokens(self, now: float) -> dict[Tags, float]:
+        """Each live bucket's tokens as of ``now``, without touching the buckets (Kafka's ``tokens`` metric)."""
+        out = {}
+        for tags, bucket in self._buckets.items():
+            rate = bucket.burst / self.burst_seconds if self.burst_seconds else 0.0
+            out[tags] = min(bucket.burst, bucket.tokens + rate * max(now - bucket.updated, 0.0))
+        return out
 
     def _prune(self, now: float) -> None:
         """Forget buckets that have refilled completely: a new bucket is the same (Kafka expires idle sensors)."""

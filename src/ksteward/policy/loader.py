@@ -135,6 +135,11 @@ class Policies:
                 _log_failure(f"closing {type(policy).__qualname__} failed", exc)
 
 
+#: PolicyViolations raised per policy class (``module.QualName``) since the process started: one node a process.
+#: Read by the metrics endpoint (``ksteward_policy_rejections_total``); Kafka has no such metric.
+REJECTIONS: dict[str, int] = {}
+
+
 def policy_error(
     policy: CreateTopicPolicy | DeleteTopicPolicy | AlterConfigPolicy, metadata: object
 ) -> ApiError | None:
@@ -144,6 +149,8 @@ def policy_error(
     try:
         policy.validate(metadata)  # type: ignore[arg-type]
     except PolicyViolation as exc:
+        name = f"{type(policy).__module__}.{type(policy).__qualname__}"
+        REJECTIONS[name] = REJECTIONS.get(name, 0) + 1
         return ApiError(ErrorCode.policy_violation, str(exc) or None)
     except Exception as exc:
         _log_failure(f"Unknown server error in {type(policy).__qualname__}.validate for {_subject(metadata)}", exc)

@@ -59,6 +59,8 @@ class PreEncoded:
     """A complete response frame a handler encoded itself (see ``fast_describe_acls``)."""
 
     frame: bytes
+    #: The error codes the frame holds, top level and per entry (the request metrics' ErrorsPerSec).
+    error_codes: tuple[int, ...] = ()
 
 
 def peek_header(payload: bytes) -> tuple[int, int, int]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from kio.schema.leader_change_message.v0.data import Voter as LeaderChangeVoter
 from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i32
+from prometheus_client.registry import Collector
 
 from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
@@ -64,6 +65,14 @@ from ksteward.raft.quorum_state import QuorumStateError, begin_single_voter_epoc
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
+from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
+from ksteward.server.metrics.collectors import (
+    ControllerEventCollector,
+    ControllerMutationCollector,
+    ImageCollector,
+    PolicyCollector,
+)
+from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tasks import cancel_and_wait
@@ -104,6 +113,9 @@ class Server:
         self._session_check: asyncio.Task[None] | None = None
         self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
+        self._metrics: NodeMetrics | None = None
+        self._metadata_errors = 0  # ACL records the authorizer could not apply (MetadataErrorCount)
+        self._metrics_settings: MetricsSettings | None = None
 
     # --- Node protocol -------------------------------------------------------------------------
     @property
@@ -160,6 +172,7 @@ class Server:
 
     async def start(self) -> None:
         cfg = self._config
+        self._prepare_metrics()
         dirs = self._lock_data_dirs()
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
@@ -219,6 +232,57 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+        await self._start_metrics()
+
+    # --- metrics -------------------------------------------------------------------------------
+    def _prepare_metrics(self) -> None:
+        """Check ``metrics.port`` / ``metrics.host`` before anything starts; the recorders exist from here on."""
+        try:
+            self._metrics_settings = metrics_settings(self._config.static)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+        if self._metrics_settings is not None:
+            self._metrics = NodeMetrics()
+            for endpoint in self._config.listeners:
+                self._metrics.sockets.listener(endpoint.name)
+
+    async def _start_metrics(self) -> None:
+        """Register this node's collectors and open ``/metrics`` (docs/metrics.md)."""
+        metrics, settings = self._metrics, self._metrics_settings
+        if metrics is None or settings is None:
+            return
+        try:
+            await metrics.start(settings, self._authorizer, self._role_collectors())
+        except MetricsStartError as exc:
+            raise StartupError(str(exc)) from None
+        log.info("serving metrics on http://%s:%d/metrics", settings.host, settings.port)
+
+    def _role_collectors(self) -> list[Collector]:
+        """The controller's: KafkaController's gauges from the image, the metadata log it leads."""
+        assert self._metadata_log is not None and self._committer is not None
+        metadata_log, committer = self._metadata_log, self._committer
+        raft = RaftView(
+            state="leader",
+            log_end_offset=lambda: metadata_log.next_offset,
+            high_watermark=lambda: committer.published.offset + 1,
+            epoch=lambda: committer.epoch,
+            leader=lambda: self._config.node_id,
+            snapshot_count=lambda: len(metadata_log.snapshots()),
+        )
+        events = ControllerEventCollector()
+        assert self._controller is not None
+        self._controller.on_event_processed = events.processing_ms.observe
+        return [
+            events,
+            ImageCollector(lambda: self.image, controller=True, errors=lambda: self._metadata_errors),
+            MetadataLogCollector(raft, lambda: committer),
+            ControllerMutationCollector(lambda: self._controller.mutation_quotas if self._controller else None),
+            PolicyCollector(),
+        ]
+
+    async def _close_metrics(self) -> None:
+        if self._metrics is not None:
+            await self._metrics.endpoint.close()
 
     def _begin_epoch(self, metadata_log: MetadataLog) -> int:
         """This node is the only voter: it leads in a new epoch, persisted in ``quorum-state`` first
@@ -340,6 +404,8 @@ class Server:
                 binding = _binding_or_none(record)
                 if binding is not None:
                     auth.add_acl(record.id, binding, offset=image.offset)
+                else:
+                    self._metadata_errors += 1
             elif isinstance(record, RemoveAccessControlEntryRecord):
                 with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                     auth.remove_acl(record.id, offset=image.offset)
@@ -364,6 +430,7 @@ class Server:
         cfg = self._config
         broker_table: ApiTable = self._client_api_table()
         controller_table: ApiTable = controller_api_table()
+        metrics = self._metrics
         runtimes = {}
         for endpoint in cfg.listeners:
             is_controller = endpoint.name in cfg.controller_listener_names
@@ -379,6 +446,9 @@ class Server:
                 max_receive_before_auth=cfg.sasl_server_max_receive_size,
                 idle_timeout_s=cfg.connections_max_idle_ms / 1000,
                 forward=None if is_controller else self._forward(),
+                request_metrics=metrics.requests if metrics is not None else None,
+                socket_metrics=metrics.sockets.listener(endpoint.name) if metrics is not None else None,
+                authorizations=metrics.authorizations if metrics is not None else None,
             )
         return runtimes
 
@@ -461,6 +531,7 @@ class Server:
         await self.stop()
 
     async def stop(self) -> None:
+        await self._close_metrics()
         if self._session_check is not None:
             with contextlib.suppress(Exception):
                 await cancel_and_wait(self._session_check)

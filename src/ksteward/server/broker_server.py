@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from prometheus_client.registry import Collector
+
 from ksteward.broker.api_versions import api_versions_values, handle_api_versions
 from ksteward.broker.context import ApiSpec, ApiTable, Node, RequestContext
 from ksteward.broker.forwarding import ForwardingManager
@@ -47,6 +49,8 @@ from ksteward.server.controller_channel import (
     open_controller_connection,
 )
 from ksteward.server.metadata_follower import MetadataFollower
+from ksteward.server.metrics.collectors import ForwardingCollector, ImageCollector
+from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -103,6 +107,7 @@ class BrokerServer(Server):
     # --- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         cfg = self._config
+        self._prepare_metrics()
         dirs = self._lock_data_dirs()
         directory_id = self._format(dirs)
         try:
@@ -161,6 +166,27 @@ class BrokerServer(Server):
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+        await self._start_metrics()
+
+    def _role_collectors(self) -> list[Collector]:
+        """A broker-only node's: broker-metadata-metrics from its image, the log it observes, the forwarding queue."""
+        follower = self.follower
+        assert self._channel is not None
+        channel = self._channel
+        observer, follower_log = follower.observer, follower.follower_log
+        raft = RaftView(
+            state="observer",
+            log_end_offset=lambda: follower_log.log.next_offset,
+            high_watermark=lambda: observer.high_watermark if observer.high_watermark is not None else -1,
+            epoch=lambda: observer.epoch,
+            leader=lambda: observer.leader_id if observer.leader_id is not None else -1,
+            snapshot_count=lambda: len(follower_log.log.snapshots()),
+        )
+        return [
+            ImageCollector(lambda: self.image, controller=False),
+            MetadataLogCollector(raft, lambda: None),
+            ForwardingCollector(self._forwarding, channel.queue_time_ms, channel.remote_time_ms),
+        ]
 
     def _format(self, dirs: list[Path]) -> uuid.UUID | None:
         """meta.properties: a broker joins the controller's cluster, so its cluster id must be configured
@@ -237,6 +263,7 @@ class BrokerServer(Server):
 
     # --- shutdown ------------------------------------------------------------------------------
     async def stop(self) -> None:
+        await self._close_metrics()
         if self._watchdog is not None:
             with contextlib.suppress(Exception):
                 await cancel_and_wait(self._watchdog)

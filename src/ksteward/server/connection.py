@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,7 @@ from ksteward.broker.config_forwarding import (
     remaining_request,
 )
 from ksteward.broker.configs import preprocess_alter
-from ksteward.broker.context import ApiTable, Node, RequestContext
+from ksteward.broker.context import ApiTable, AuthorizationCounts, Node, RequestContext
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion, Outcome
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
@@ -57,6 +58,7 @@ from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.read_your_writes import response_offset
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
+from ksteward.server.metrics.recorders import ListenerStats, RequestMetrics, error_codes
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,10 @@ class ListenerRuntime:
     max_receive_before_auth: int = DEFAULT_SASL_MAX_RECEIVE_BYTES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     forward: Forward | None = None  # set on a broker-only node's client listeners: mutations go to the controller
+    # Set when the node serves metrics (metrics.port): what this listener's connections record.
+    request_metrics: RequestMetrics | None = None
+    socket_metrics: ListenerStats | None = None
+    authorizations: AuthorizationCounts | None = None
 
     @property
     def sasl(self) -> bool:
@@ -125,11 +131,19 @@ class Connection:
         self._connected_at = self._last_active = 0.0  # event-loop times, set when serving starts
         self._busy = False
         self._idle_timer: asyncio.TimerHandle | None = None
+        # For the request metrics: the last response (entity or PreEncoded) and its wait for the controller.
+        self._response: Any = None
+        self._remote_ms = 0.0
+        self._authenticated = False  # counted once in socket-server-metrics' successful-authentication-total
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
         self._connected_at = self._last_active = loop.time()
         self._idle_timer = loop.call_at(self._connected_at + self.listener.idle_timeout_s, self._check_idle)
+        sockets = self.listener.socket_metrics
+        metrics = self.listener.request_metrics
+        if sockets is not None:
+            sockets.created += 1
         try:
             while True:
                 event = self.protocol.next_event()
@@ -137,9 +151,12 @@ class Connection:
                     self.protocol.receive_data(await self.reader.read(_READ_BYTES))
                     continue
                 if isinstance(event, Close):
+                    if sockets is not None and event.kind is CloseKind.AUTHENTICATION_FAILED:
+                        sockets.failed_authentications += 1
                     await self._close(event)
                     return
                 self._busy = True  # a request being served is not idleness; a reader that never reads is
+                started = time.perf_counter() if metrics is not None else 0.0
                 if isinstance(event, AuthenticationReply):
                     response: bytes | None = event.frame
                 else:
@@ -149,9 +166,15 @@ class Connection:
                     log.info("closing connection from %s on %s: the controller refused a forwarded request's version",
                              self.peer, self.listener.name)  # fmt: skip
                     return
+                handled = time.perf_counter() if metrics is not None else 0.0
                 self.writer.write(response)
                 await self.writer.drain()
                 self._last_active = loop.time()
+                if metrics is not None and not isinstance(event, AuthenticationReply):
+                    self._record(metrics, event, started, handled)
+                if sockets is not None and not self._authenticated and self.protocol.authenticated:
+                    self._authenticated = True  # after the reply that completed the login, or the first one
+                    sockets.successful_authentications += 1
         except ProtocolError as exc:  # from a handler: a request Kafka would fail to parse
             log.warning("closing connection from %s on %s: %s", self.peer, self.listener.name, exc)
         except ConnectionError:
@@ -160,9 +183,34 @@ class Connection:
             what = f"closing connection from {self.peer} on {self.listener.name} after an internal error"
             log_failure(log, what, exc, stack_level=logging.ERROR)
         finally:
+            if sockets is not None:
+                sockets.closed += 1
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
             self.writer.close()
+
+    def _record(
+        self, metrics: RequestMetrics, request: Request | UnsupportedApiVersionsRequest, started: float, handled: float
+    ) -> None:
+        """One served request into the request metrics (Kafka's ``RequestChannel.updateRequestMetrics``)."""
+        sent = time.perf_counter()
+        remote_ms, self._remote_ms = self._remote_ms, 0.0
+        response, self._response = self._response, None
+        codes: Iterable[int]
+        if isinstance(request, UnsupportedApiVersionsRequest):
+            key, version, codes = int(ApiKey.API_VERSIONS), 0, (int(ErrorCode.unsupported_version),)
+        else:
+            key, version = request.api_key, request.api_version
+            codes = response.error_codes if isinstance(response, PreEncoded) else error_codes(response)
+        local_ms = (handled - started) * 1000 - remote_ms
+        size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
+        metrics.record(key, version, size, codes, local_ms if local_ms > 0 else 0.0, remote_ms, (sent - handled) * 1000)
+
+    def _keep_for_metrics(self, response: Any) -> None:
+        """The response, for ``_record``'s error codes; only when metrics are on: an idle connection must not
+        hold on to its last (maybe large) response otherwise."""
+        if self.listener.request_metrics is not None:
+            self._response = response
 
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""
@@ -224,6 +272,7 @@ class Connection:
             api_version=request.api_version,
             api_table=self.listener.table,
             correlation_id=request.correlation_id,
+            authorizations=self.listener.authorizations,
         )
         committed = None  # the controller's offset, when a broker rewrote a forwarded config alteration
         try:
@@ -246,6 +295,7 @@ class Connection:
             what = f"{api_name(key)} v{ctx.api_version} from {self.peer} failed; answering UNKNOWN_SERVER_ERROR"
             log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
+        self._keep_for_metrics(response)
         if isinstance(response, PreEncoded):
             return response.frame
         if forward is None and key in FORWARDABLE_API_KEYS:
@@ -272,6 +322,7 @@ class Connection:
                      api_name(request.api_key), request.api_version, request.min_offset)  # fmt: skip
             return None
         response = build(response_class(request.api_key, request.api_version), values)
+        self._keep_for_metrics(response)
         return encode_response(request.api_key, request.api_version, request.correlation_id, response)
 
     async def _forward(self, forward: Forward, request: Request) -> bytes | None:
@@ -287,7 +338,10 @@ class Connection:
             principal=self.protocol.principal,
             client_host=self.client_host,
         )
+        started = time.perf_counter()
         completion = await forward(client)
+        self._remote_ms = (time.perf_counter() - started) * 1000
+        self._keep_for_metrics(completion.response)
         return completion.frame()
 
     async def _forward_config_alter(
@@ -314,7 +368,9 @@ class Connection:
                 principal=self.protocol.principal,
                 client_host=self.client_host,
             )
+            started = time.perf_counter()
             completion = await forward(client)
+            self._remote_ms = (time.perf_counter() - started) * 1000
             if completion.outcome is Outcome.CLOSE_CONNECTION:
                 return None
             forwarded = completion.response

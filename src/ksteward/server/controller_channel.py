@@ -43,6 +43,7 @@ from ksteward.protocol.codec import decode_response, encode_request, request_cla
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
+from ksteward.server.metrics.histogram import Histogram
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,11 @@ class ControllerChannel:
         self._waiting: dict[int, asyncio.Future[Completion]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # KIP-938's ForwardingManager QueueTimeMs and RemoteTimeMs, for the metrics endpoint: the ms a request
+        # waited before its first send, and the ms from sending an envelope to the controller's answer.
+        self.queue_time_ms = Histogram()
+        self.remote_time_ms = Histogram()
+        self._submitted: dict[int, float] = {}  # request id -> loop time, until its first send or its end
 
     # --- the broker's side -----------------------------------------------------------------------------
 
@@ -181,6 +187,7 @@ class ControllerChannel:
         """Queue ``request`` behind any others and wait for its end (a response, an error or a close)."""
         loop = asyncio.get_running_loop()
         request_id = self.manager.submit(request, loop.time())
+        self._submitted[request_id] = loop.time()
         future: asyncio.Future[Completion] = loop.create_future()
         self._waiting[request_id] = future
         self._wake.set()
@@ -245,9 +252,15 @@ class ControllerChannel:
             log.error("the controller does not serve Envelope v%d", _ENVELOPE_VERSION)
             self.manager.on_failure(outbound.attempt)
             return
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        submitted = self._submitted.pop(outbound.request_id, None)
+        if submitted is not None:
+            self.queue_time_ms.observe((sent - submitted) * 1000)
         try:
             call = connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, outbound.envelope)
             response = await asyncio.wait_for(call, self._request_timeout_s)
+            self.remote_time_ms.observe((loop.time() - sent) * 1000)
         except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
             log.info("lost the controller connection with a request in flight (%s); retrying", type(exc).__name__)
             await self._drop_connection()
@@ -281,6 +294,7 @@ class ControllerChannel:
     def _settle(self) -> None:
         """Hand each finished request to whoever waits for it."""
         for completion in self.manager.completions():
+            self._submitted.pop(completion.request_id, None)
             future = self._waiting.pop(completion.request_id, None)
             if future is not None and not future.done():
                 future.set_result(completion)

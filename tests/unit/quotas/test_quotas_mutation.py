@@ -238,3 +238,19 @@ def test_delete_topics_and_create_partitions_charge_their_partitions() -> None:
     grown = manager().create_partitions(image, [NewPartitions("b", 9), NewPartitions("a", 6)], charge=growing.charge)
     assert [r.error.code for r in grown.response] == [ErrorCode.none, ErrorCode.throttling_quota_exceeded]
     assert growing.throttle_time_ms() == 750  # 4 - 7 = -3 tokens at 4/s
+
+
+def test_the_metrics_see_each_buckets_tokens_and_throttles() -> None:
+    clock = FakeClock()
+    q = MutationQuotas(clock)
+    quotas = quota(2.0, client="c")  # burst 22, shared by client id "c"
+    recorder = q.recorder(quotas, "u", "c", strict=True)
+    assert recorder.charge(25) is None  # -3
+    assert recorder.charge(1) is not None  # refused: 1500 ms
+    clock.now += 0.5
+    assert recorder.charge(1) is not None  # refused: 1000 ms
+    ((tags, (times, total_ms)),) = q.throttled.items()
+    assert (times, total_ms) == (2, 2500)
+    assert q.tokens(clock.now) == {tags: pytest.approx(-2.0)}
+    clock.now += 100
+    assert q.tokens(clock.now) == {tags: pytest.approx(22.0)}  # capped at the burst; the bucket itself untouched

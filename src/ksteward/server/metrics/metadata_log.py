@@ -1,0 +1,64 @@
+"""The metadata log's series: ``kafka.server:type=raft-metrics``, ``type=SnapshotEmitter``, and ksteward's own
+for what Kafka does not have (the group commit's fsync time and batches per fsync, the snapshot files)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+
+from ksteward.server.committer import GroupCommitter
+from ksteward.server.metrics.families import gauge, summary
+from ksteward.server.metrics.histogram import RecentWindow
+
+_RAFT = "kafka_server_raftmetrics_"
+
+
+@dataclass(frozen=True)
+class RaftView:
+    """How to read this node's place in the metadata quorum (callables: read at scrape time)."""
+
+    state: str  # "leader" on the controller, "observer" on a broker-only node (Kafka's current-state values)
+    log_end_offset: Callable[[], int]
+    high_watermark: Callable[[], int]
+    epoch: Callable[[], int]
+    leader: Callable[[], int]
+    snapshot_count: Callable[[], int]
+
+
+class MetadataLogCollector(Collector):
+    def __init__(self, raft: RaftView, committer: Callable[[], GroupCommitter | None]) -> None:
+        self._raft = raft
+        self._committer = committer
+        self._window = RecentWindow()
+
+    def collect(self) -> Iterator[Metric]:
+        raft = self._raft
+        state = gauge(_RAFT + "current_state", "1 for this node's Raft state", labels=("current_state",))
+        state.add_metric([raft.state], 1)
+        yield state
+        yield gauge(_RAFT + "log_end_offset", "The metadata log's end offset", raft.log_end_offset())
+        yield gauge(_RAFT + "high_watermark", "The committed (durable, replicated) offset + 1", raft.high_watermark())
+        yield gauge(_RAFT + "current_epoch", "The leader epoch", raft.epoch())
+        yield gauge(_RAFT + "current_leader", "The leader's node id (-1: unknown)", raft.leader())
+        yield gauge("ksteward_metadata_snapshot_count", "Snapshot files in metadata.log.dir", raft.snapshot_count())
+        committer = self._committer()
+        if committer is None:
+            return
+        fsync = committer.fsync_ms
+        n = fsync.count
+        yield gauge(_RAFT + "commit_latency_avg", "Mean group-commit fsync time (ms)", fsync.sum / n if n else 0.0)
+        yield summary("ksteward_metadata_log_fsync_time_ms", "Group-commit fsync time (ms)",
+                      [({}, fsync, 0)], self._window)  # fmt: skip
+        yield summary("ksteward_metadata_log_group_commit_batches", "Batches made durable by one fsync",
+                      [({}, committer.batches_per_fsync, 0)], self._window)  # fmt: skip
+        last = committer.last_snapshot
+        size, seconds, age_ms = (-1, -1.0, -1.0) if last is None else (
+            last.size_bytes, last.seconds, (time.time() - last.written_at) * 1000)  # fmt: skip
+        yield gauge("kafka_server_snapshotemitter_latestsnapshotgeneratedbytes", "Last snapshot's bytes", size)
+        yield gauge("kafka_server_snapshotemitter_latestsnapshotgeneratedagems", "Its age (ms)", age_ms)
+        yield gauge("ksteward_metadata_snapshot_generation_time_ms", "Time to write it (ms)",
+                    seconds * 1000 if last is not None else -1.0)  # fmt: skip

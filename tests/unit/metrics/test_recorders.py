@@ -1,0 +1,97 @@
+"""The metrics package's plain parts: the histogram's quantiles, rates between scrapes, a response's error
+codes, and ``metrics.port`` / ``metrics.host``."""
+
+from __future__ import annotations
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.build import build
+from ksteward.protocol.codec import response_class
+from ksteward.server.metrics import MetricsSettings, metrics_settings
+from ksteward.server.metrics.collectors import RateWindow
+from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, RecentWindow
+from ksteward.server.metrics.recorders import RequestMetrics, error_codes
+
+
+def test_quantiles_interpolate_inside_the_bucket() -> None:
+    h = Histogram((1.0, 2.0, 4.0))
+    for v in (0.5, 1.5, 1.5, 3.0):
+        h.observe(v)
+    assert h.count == 4 and h.sum == pytest.approx(6.5)
+    assert h.quantile(0.25) == pytest.approx(1.0)  # the first bucket (0, 1] holds one of four
+    assert h.quantile(0.5) == pytest.approx(1.5)
+    assert h.quantile(1.0) == pytest.approx(4.0)
+    assert Histogram().quantile(0.99) == 0.0
+
+
+def test_unrecorded_zeros_pull_the_quantiles_down() -> None:
+    h = Histogram((1.0, 2.0))
+    h.observe(2.0)
+    assert h.quantile(0.5, zeros=3) == 0.0
+    assert h.quantile(0.99, zeros=3) > 1.0
+
+
+def test_a_discrete_histogram_answers_bucket_bounds() -> None:
+    h = Histogram(COUNT_BOUNDS, discrete=True)
+    for v in (1, 1, 3):
+        h.observe(v)
+    assert h.quantile(0.5) == 1.0
+    assert h.quantile(0.99) == 4.0
+
+
+def test_a_rate_is_taken_over_the_window_between_scrapes() -> None:
+    now = [0.0]
+    window = RateWindow(60.0, clock=lambda: now[0])
+    now[0] = 10.0
+    assert window.rate(50) == pytest.approx(5.0)  # since it was made
+    now[0] = 70.0
+    assert window.rate(110) == pytest.approx(1.0)  # over the last minute: from 50 at 10 s to 110 at 70 s
+    now[0] = 130.0
+    assert window.rate(110) == pytest.approx(0.0)  # nothing new in the last minute
+
+
+def test_error_codes_come_from_the_top_level_and_every_entry() -> None:
+    cls = response_class(ApiKey.CREATE_ACLS, 3)
+    results = [{"error_code": ErrorCode.none, "error_message": None},
+               {"error_code": ErrorCode.invalid_request, "error_message": "bad"}]  # fmt: skip
+    response = build(cls, {"throttle_time": 0, "results": results})
+    assert list(error_codes(response)) == [0, int(ErrorCode.invalid_request)]
+    api_versions = build(response_class(ApiKey.API_VERSIONS, 3), {"error_code": 35, "api_keys": []})
+    assert list(error_codes(api_versions)) == [35]
+    assert list(error_codes(object())) == []
+
+
+def test_one_request_is_recorded_per_version_and_error() -> None:
+    metrics = RequestMetrics()
+    metrics.record(29, 3, 40, (0,), 1.0, 0.0, 0.5)
+    metrics.record(29, 2, 40, (31,), 1.0, 2.0, 0.5)
+    stats = metrics.by_api[29]
+    assert stats.by_version == {3: 1, 2: 1} and stats.errors == {0: 1, 31: 1}
+    assert stats.requests == 2 and stats.total.count == 2 and stats.remote.count == 1
+    assert stats.total.sum == pytest.approx(5.0)
+
+
+def test_metrics_settings() -> None:
+    assert metrics_settings({}) is None
+    assert metrics_settings({"metrics.port": " "}) is None
+    assert metrics_settings({"metrics.port": "9404"}) == MetricsSettings("127.0.0.1", 9404)
+    assert metrics_settings({"metrics.port": "9404", "metrics.host": "::1"}) == MetricsSettings("::1", 9404)
+    for bad, message in (("0", "between 1 and 65535, not 0"), ("65536", "not 65536"), ("x", "an integer")):
+        with pytest.raises(ValueError, match=message):
+            metrics_settings({"metrics.port": bad})
+
+
+def test_recent_quantiles_forget_what_is_older_than_the_window() -> None:
+    now = [0.0]
+    window = RecentWindow(300.0, clock=lambda: now[0])
+    h = Histogram((1.0, 10.0, 100.0))
+    for _ in range(100):
+        h.observe(50.0)  # slow at first
+    assert window.recent("k", h).quantile(0.5) > 10.0  # no earlier scrape: everything so far
+    now[0] = 300.0
+    for _ in range(100):
+        h.observe(0.5)  # then fast
+    assert window.recent("k", h).quantile(0.99) <= 1.0  # only the last five minutes
+    assert h.quantile(0.5) > 0.5  # the cumulative figures (_count, _sum) keep everything
