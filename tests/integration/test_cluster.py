@@ -329,27 +329,44 @@ def _acl_record(name: str, principal: str = "User:alice") -> bytes:
                          permission_type=i8(3)))  # fmt: skip
 
 
+def _leader_connection(leader_log: MetadataLog, hw: int | None) -> _LeaderConnection:
+    """A connection to a leader of epoch 1 over ``leader_log`` that reports high watermark ``hw`` (None: its end)."""
+    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
+    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
+    return _LeaderConnection(leader, hw=hw)
+
+
+def _empty_authorizer() -> StandardAuthorizer:
+    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
+    authorizer.load_snapshot([], offset=-1)
+    return authorizer
+
+
+def _follower(tmp_path: Path, authorizer: StandardAuthorizer, connection: _LeaderConnection) -> MetadataFollower:
+    """Broker 2's follower of ``connection``'s leader, in the running event loop, fetching without waiting."""
+
+    async def connect(address: Any) -> Any:
+        return connection
+
+    follower = MetadataFollower(
+        metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
+        image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
+        bootstrap=(("127.0.0.1", 1),), connect=connect,
+    )  # fmt: skip
+    follower.observer.max_wait_ms = 0
+    return follower
+
+
 def test_the_follower_applies_only_records_below_the_high_watermark(tmp_path: Path) -> None:
     leader_log = MetadataLog.open(tmp_path / "leader", logger=logging.getLogger("test"))
     leader_log.append([_acl_record("a"), _acl_record("b")], timestamp_ms=1, leader_epoch=1)
     leader_log.append([_acl_record("c")], timestamp_ms=2, leader_epoch=1)
     leader_log.flush()
-    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
-    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
-    connection = _LeaderConnection(leader, hw=2)  # offsets 0 and 1 are committed, 2 is not yet
-    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
-    authorizer.load_snapshot([], offset=-1)
-
-    async def connect(address: Any) -> Any:
-        return connection
+    connection = _leader_connection(leader_log, hw=2)  # offsets 0 and 1 are committed, 2 is not yet
+    authorizer = _empty_authorizer()
 
     async def follow() -> None:
-        follower = MetadataFollower(
-            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
-            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
-            bootstrap=(("127.0.0.1", 1),), connect=connect,
-        )  # fmt: skip
-        follower.observer.max_wait_ms = 0
+        follower = _follower(tmp_path, authorizer, connection)
         try:
             assert await follower._round()  # learns the leader and its epoch
             assert await follower._round()  # all three records arrive, two are committed
@@ -386,22 +403,11 @@ def test_the_followers_authorizer_gets_the_acls_added_and_removed_by_the_committ
     leader_log.append([remove("a"), add("c")], timestamp_ms=2, leader_epoch=1)  # 2, 3
     leader_log.append([add("d"), remove("d")], timestamp_ms=3, leader_epoch=1)  # 4, 5
     leader_log.flush()
-    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
-    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
-    connection = _LeaderConnection(leader, hw=2)
-    authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
-    authorizer.load_snapshot([], offset=-1)
-
-    async def connect(address: Any) -> Any:
-        return connection
+    connection = _leader_connection(leader_log, hw=2)
+    authorizer = _empty_authorizer()
 
     async def follow() -> None:
-        follower = MetadataFollower(
-            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
-            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
-            bootstrap=(("127.0.0.1", 1),), connect=connect,
-        )  # fmt: skip
-        follower.observer.max_wait_ms = 0
+        follower = _follower(tmp_path, authorizer, connection)
         try:
             while follower.image.offset < 1:
                 assert await follower._round()
@@ -428,8 +434,7 @@ def test_a_snapshot_install_swaps_the_acl_set_whole_under_concurrent_reads(tmp_p
         leader_log.append(new_acls[start : start + 500], timestamp_ms=1, leader_epoch=1)
     leader_log.flush()
     leader_log.write_snapshot(5000, 1, new_acls, last_contained_timestamp_ms=1)
-    view = MetadataLogView(leader_log, served_end=lambda: leader_log.durable_offset)
-    leader = RaftLeader(node_id=1, cluster_id="c1", epoch=1, log=view, endpoints={"CONTROLLER": ("127.0.0.1", 1)})
+    connection = _leader_connection(leader_log, hw=None)
     authorizer = StandardAuthorizer.from_config({"super.users": "", "allow.everyone.if.no.acl.found": "false"})
     old = [(uuid.uuid4(), AclBinding(ResourceType.TOPIC, f"old-{i}", PatternType.LITERAL, "User:old", "*",
                                      AclOperation.READ, AclPermissionType.ALLOW)) for i in range(1000)]  # fmt: skip
@@ -442,16 +447,8 @@ def test_a_snapshot_install_swaps_the_acl_set_whole_under_concurrent_reads(tmp_p
             names = [b.resource_name for b in authorizer.acls()]
             seen.append((len(names), "mixed" if len({n.split("-")[0] for n in names}) > 1 else names[0][:3]))
 
-    async def connect(address: Any) -> Any:
-        return _LeaderConnection(leader, hw=None)
-
     async def follow() -> MetadataFollower:
-        follower = MetadataFollower(
-            metadata_log=MetadataLog.open(tmp_path / "broker", logger=logging.getLogger("test")),
-            image=EMPTY_IMAGE, authorizer=authorizer, cluster_id="c1", node_id=2, directory_id=None,
-            bootstrap=(("127.0.0.1", 1),), connect=connect,
-        )  # fmt: skip
-        follower.observer.max_wait_ms = 0
+        follower = _follower(tmp_path, authorizer, connection)
         follower.observer.max_bytes = 64 * 1024  # several FetchSnapshot chunks
         try:
             while not follower.caught_up:

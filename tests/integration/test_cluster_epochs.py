@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import logging
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,6 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.raft import METADATA_TOPIC_ID
 
 LOGGER = logging.getLogger("test.cluster_epochs")
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    made = Cluster(tmp_path)
-    try:
-        yield made.start()
-    finally:
-        made.kill()
 
 
 def raw_fetch(controller: ClusterNode, *, leader_epoch: int, offset: int = 0, last_epoch: int = 0) -> Any:

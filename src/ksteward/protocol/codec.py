@@ -103,6 +103,35 @@ def _legacy_client_id(payload: bytes) -> str | None:
     return payload[10 : 10 + length].decode("utf-8", "replace")
 
 
+_KIO_ERRORS = (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError)
+
+
+def _read_message(
+    payload: bytes, cls: Any, read_offset: Callable[[bytes], int | None] | None
+) -> tuple[Any, Any, int, int | None]:
+    """(header, body, unknown tags dropped, read-your-writes offset) of a request or response ``cls``.
+
+    Every declared length is bounded before kio's native reader allocates for it. kio refuses tagged fields
+    it does not know, and KIP-482 says skip them: they are dropped, after ``read_offset`` (when the header is
+    flexible) has read ksteward's offset tag from the header. A failure is an :class:`InvalidRequestError`
+    naming the exception's type only: kio's message can quote the bytes (a bad UTF-8 sequence, an enum value),
+    and connections log this text."""
+    header_cls = cls.__header_schema__
+    classes = (header_cls, cls)
+    dropped = check_message(payload, 0, classes)
+    offset = None
+    if dropped:
+        offset = read_offset(payload) if read_offset is not None else None
+        payload, dropped = strip_unknown_tags(payload, 0, classes)
+    try:
+        header, header_size = _reader(header_cls)(payload, 0)
+        body, _ = _reader(cls)(payload, header_size)
+    except _KIO_ERRORS as exc:
+        raise InvalidRequestError(f"cannot decode api key {cls.__api_key__} v{cls.__version__}: "
+                                  f"{type(exc).__name__}") from None  # fmt: skip
+    return header, body, dropped, offset
+
+
 def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Request | UnsupportedApiVersionsRequest:
     """Decode one request. ``served`` maps api key to its (min, max) served version."""
     api_key, api_version, correlation_id = peek_header(payload)
@@ -115,23 +144,8 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
             return UnsupportedApiVersionsRequest(api_version, correlation_id, _legacy_client_id(payload))
         raise InvalidRequestError(f"api key {api_key} version {api_version} is not served (supported {low}-{high})")
     cls = request_class(api_key, api_version)
-    header_cls = cls.__header_schema__
-    classes = (header_cls, cls)
-    # Every declared length is bounded before kio's native reader allocates for it.
-    dropped = check_message(payload, 0, classes)
-    min_offset = None
-    if dropped:
-        if header_cls is FlexibleRequestHeader:
-            min_offset = request_min_offset(payload)
-        # kio refuses tagged fields it does not know; KIP-482 says skip them.
-        payload, dropped = strip_unknown_tags(payload, 0, classes)
-    try:
-        header, header_size = _reader(header_cls)(payload, 0)
-        body, _ = _reader(cls)(payload, header_size)
-    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
-        # The type only: kio's message can quote the bytes (a bad UTF-8 sequence, an enum value), and the
-        # connection logs this text.
-        raise InvalidRequestError(f"cannot decode api key {api_key} v{api_version}: {type(exc).__name__}") from None
+    flexible = cls.__header_schema__ is FlexibleRequestHeader
+    header, body, dropped, min_offset = _read_message(payload, cls, request_min_offset if flexible else None)
     # Bytes after a complete body are ignored, as Kafka's generated parsers ignore them:
     # librdkafka 2.16 sends three extra bytes after a Metadata v13 body.
     return Request(
@@ -201,17 +215,6 @@ def decode_response(api_key: int, api_version: int, payload: bytes) -> Response:
     """Decode one response (header and body, no frame size). Every declared length is bounded first; tagged
     fields kio does not know are skipped (KIP-482). Raises :class:`InvalidRequestError` if it cannot be read."""
     cls = response_class(api_key, api_version)
-    header_cls = cls.__header_schema__
-    classes = (header_cls, cls)
-    offset = None
-    if check_message(payload, 0, classes):
-        if header_cls is FlexibleResponseHeader:
-            offset = response_offset(payload)
-        payload, _ = strip_unknown_tags(payload, 0, classes)
-    try:
-        header, header_size = _reader(header_cls)(payload, 0)
-        body, _ = _reader(cls)(payload, header_size)
-    except (DecodeError, BufferUnderflow, ValueError, KeyError, UnicodeDecodeError, OverflowError, TypeError) as exc:
-        raise InvalidRequestError(f"cannot decode the response to api key {api_key} v{api_version}: "
-                                  f"{type(exc).__name__}") from None  # fmt: skip
+    flexible = cls.__header_schema__ is FlexibleResponseHeader
+    header, body, _, offset = _read_message(payload, cls, response_offset if flexible else None)
     return Response(int(header.correlation_id), body, offset)
