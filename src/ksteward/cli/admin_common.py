@@ -17,8 +17,10 @@ exit codes, and terminal manners.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -200,6 +202,22 @@ def progress(items: Iterable[T], total: int, label: str) -> Iterator[T]:
         yield item
     if show:
         sys.stderr.write("\n")
+
+
+@contextlib.contextmanager
+def status(label: str) -> Iterator[None]:
+    """A long step's ``label`` on stderr while stdout is a terminal, then how long it took; nothing when the
+    output is piped."""
+    show = sys.stdout.isatty() and sys.stderr.isatty()
+    started = time.monotonic()
+    if show:
+        sys.stderr.write(f"{label}...")
+        sys.stderr.flush()
+    try:
+        yield
+    finally:
+        if show:
+            sys.stderr.write(f" {time.monotonic() - started:.1f} s\n")
 
 
 def confirm(question: str, *, force: bool) -> bool:

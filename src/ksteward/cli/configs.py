@@ -20,6 +20,7 @@ from ksteward.cli.admin_common import (
     connection,
     print_json,
     run_command,
+    status,
 )
 from ksteward.cli.configs_entities import (
     BROKER_LOGGERS,
@@ -157,7 +158,8 @@ def _describe(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
             names = backend.topic_names(conn)
         else:
             names = [*backend.node_ids(conn), ""]
-        described = backend.describe_many(conn, e.type, names)
+        with status(f"describing the configs of {len(names)} {e.type}"):
+            described = backend.describe_many(conn, e.type, names)
         for name in names:
             entries = _selected(e.type, name, described[name], args.all)
             lines.append(header_line(e.type, name, args.all))

@@ -106,3 +106,31 @@ def test_ksteward_admin_logs_in_with_plain_only_and_says_so(tmp_path: Path) -> N
     with pytest.raises(CommandError, match=r"^cannot connect to 127\.0\.0\.1:1: .*; 127\.0\.0\.1:2: "):
         ksteward_admin(nowhere)
     assert "alice-secret" not in repr(scram.bootstrap)
+
+
+def test_status_and_progress_write_nothing_when_the_output_is_piped(capsys: pytest.CaptureFixture[str]) -> None:
+    from ksteward.cli.admin_common import progress, status
+
+    with status("running the what-if job"):
+        items = list(progress(range(5), 5, "describing ACLs"))
+    assert items == [0, 1, 2, 3, 4]
+    assert capsys.readouterr() == ("", "")  # pytest's stdout is not a terminal
+
+
+def test_status_and_progress_show_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from ksteward.cli.admin_common import progress, status
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = Terminal(), Terminal()
+    monkeypatch.setattr("sys.stdout", out)
+    monkeypatch.setattr("sys.stderr", err)
+    with status("running the what-if job"):
+        assert list(progress(range(3), 3, "describing ACLs")) == [0, 1, 2]
+    shown = err.getvalue()
+    assert shown.startswith("running the what-if job...") and "describing ACLs: 3/3" in shown
+    assert shown.endswith(" s\n") and out.getvalue() == ""

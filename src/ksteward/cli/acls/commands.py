@@ -17,7 +17,17 @@ from ksteward.authorizer import (
     PatternType,
     ResourceType,
 )
-from ksteward.cli.admin_common import EXIT_ERROR, EXIT_OK, Connection, UsageError, confirm, connection, print_json
+from ksteward.cli.admin_common import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Connection,
+    UsageError,
+    confirm,
+    connection,
+    print_json,
+    progress,
+    status,
+)
 
 from . import answers, options
 from .answers import KnownSettings, binding_json, binding_text
@@ -122,7 +132,7 @@ def _grouped_json(grouped: dict[Pattern, list[Entry]]) -> list[dict[str, Any]]:
 
 def _describe_all(backend: AclBackend, filters: list[AclBindingFilter]) -> list[AclBinding]:
     found: list[AclBinding] = []
-    for f in filters:
+    for f in progress(filters, len(filters), "describing ACLs"):
         found += backend.describe(f)
     return list(dict.fromkeys(found))
 
@@ -326,7 +336,8 @@ def _audit(args: argparse.Namespace, backend: AclBackend, known: KnownSettings, 
     from .audit_whatif import MISSING, audit_flips
 
     live = backend.describe(AclBindingFilter.ANY)
-    summary = audit_flips(args.audit_dir, live, known.settings, create, delete)
+    with status(f"running the what-if job on {args.audit_dir} (Spark)"):
+        summary = audit_flips(args.audit_dir, live, known.settings, create, delete)
     if summary is None:
         _say("note", [MISSING])
     return summary
