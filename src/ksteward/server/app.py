@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import gc
 import hashlib
 import logging
 import signal
@@ -63,6 +62,7 @@ from ksteward.protocol.sasl import (
 )
 from ksteward.raft.quorum_state import QuorumStateError, begin_single_voter_epoch
 from ksteward.server.api_table import broker_api_table, controller_api_table
+from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
@@ -179,19 +179,17 @@ class Server:
             self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
-        try:
-            image, metadata_log = await asyncio.to_thread(
-                load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
-            )
-        except OSError as exc:
-            raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
-        self._metadata_log = metadata_log
-        epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
-        self._start_authorizer(image)
-        # Millions of long-lived image objects would make every full GC pass walk them: move the
-        # loaded state out of the collector's generations.
-        gc.collect()
-        gc.freeze()
+        with collector_paused():  # a bulk load of long-lived objects (server.collector)
+            try:
+                image, metadata_log = await asyncio.to_thread(
+                    load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
+                )
+            except OSError as exc:
+                raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+            self._metadata_log = metadata_log
+            epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
+            self._start_authorizer(image)
+        freeze_loaded_state()
         self._committer = GroupCommitter(
             metadata_log,
             image,

@@ -40,6 +40,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.server.api_table import broker_api_table
 from ksteward.server.app import Server, StartupError
 from ksteward.server.broker_lifecycle import BrokerLifecycle
+from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.connection import Forward
 from ksteward.server.controller_channel import (
     Address,
@@ -114,13 +115,15 @@ class BrokerServer(Server):
             sasl_plain = controller_login(cfg)
         except ConfigError as exc:
             raise StartupError(str(exc)) from None
-        try:
-            image, metadata_log = await asyncio.to_thread(
-                load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
-            )
-        except (OSError, MetadataLoadError) as exc:
-            raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
-        self._start_authorizer(image)
+        with collector_paused():  # a bulk load of long-lived objects (server.collector)
+            try:
+                image, metadata_log = await asyncio.to_thread(
+                    load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
+                )
+            except (OSError, MetadataLoadError) as exc:
+                raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+            self._start_authorizer(image)
+        freeze_loaded_state()
         bootstrap = cfg.controller_quorum_addresses
 
         async def connect(address: Address) -> ControllerConnection:

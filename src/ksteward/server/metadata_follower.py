@@ -42,6 +42,7 @@ from ksteward.metadata.records import (
 from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
+from ksteward.server.collector import collector_paused
 from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
 from ksteward.server.tasks import cancel_and_wait
 
@@ -232,10 +233,11 @@ class MetadataFollower:
             for s in self.follower_log.log.snapshots()
             if s.end_offset == snapshot.offset and s.epoch == snapshot.epoch
         )
-        end_offset, epoch, values = read_snapshot(path)
-        image = image_from_records((decode_record(v) for v in values), offset=end_offset - 1, epoch=epoch)
-        if self._authorizer is not None:
-            bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
-            self._authorizer.load_snapshot(bindings, offset=image.offset)
+        with collector_paused():  # a bulk load of long-lived objects (server.collector)
+            end_offset, epoch, values = read_snapshot(path)
+            image = image_from_records((decode_record(v) for v in values), offset=end_offset - 1, epoch=epoch)
+            if self._authorizer is not None:
+                bindings = [(acl_id, binding) for binding, acl_id in image.acls.by_binding.items()]
+                self._authorizer.load_snapshot(bindings, offset=image.offset)
         log.info("loaded metadata snapshot %s: image at offset %d", path.name, image.offset)
         return image
