@@ -167,3 +167,29 @@ def test_a_wrong_key_password_stops_the_start_with_one_line(tmp_path: Path, cert
     lines = [line for line in output.splitlines() if line.startswith("ksteward:")]
     assert len(lines) == 1 and "ssl.keystore.location" in lines[0], output
     assert "not-the-password-7Q2" not in output  # the password never reaches the output
+
+
+def test_the_operator_cli_over_ssl_with_kafkas_pem_client_properties(
+    ssl_server: TlsServer, certs: Path, tmp_path: Path
+) -> None:
+    """``--command-config`` with Kafka's own PEM settings (a trust store, and a key store holding the key and its
+    certificate chain), mapped to librdkafka's by ``cli.admin_common``."""
+    from harness import ksteward_cli
+
+    keystore = tmp_path / "client.pem"
+    keystore.write_text((certs / "client.key").read_text() + (certs / "client.crt").read_text())
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SSL\n"
+        f"ssl.truststore.type=PEM\nssl.truststore.location={certs / 'ca.pem'}\n"
+        f"ssl.keystore.type=PEM\nssl.keystore.location={keystore}\n"
+    )
+    base = ("--bootstrap-server", ssl_server.bootstrap, "--command-config", str(config))
+    created = ksteward_cli("topics", *base, "--create", "--topic", "over-tls", "--partitions", "2")
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip() == "Created topic over-tls."
+    listed = ksteward_cli("topics", *base, "--list")
+    assert listed.returncode == 0 and "over-tls" in listed.stdout.split(), listed.stderr
+    described = ksteward_cli("configs", *base, "--describe", "--entity-type", "topics", "--entity-name", "over-tls")
+    assert described.returncode == 0, described.stderr
+    assert described.stdout.startswith("Dynamic configs for topic over-tls are:")
