@@ -223,29 +223,27 @@ def test_a_sender_without_cluster_action_is_refused(server: KstewardServer) -> N
     assert records_with(server, "User:carol") == []
 
     # Through the channel, the client behind such a broker sees UNKNOWN_SERVER_ERROR (Kafka hides envelope errors).
-    async def run() -> Completion:
-        channel = ControllerChannel((HOST, server.controller_port), sasl_plain=("alice", USERS["alice"]))
-        channel.start()
-        try:
-            return await channel.forward(client_request(ApiKey.CREATE_ACLS, 3, ONE_CREATION, 9))
-        finally:
-            await channel.close()
-
-    completion = asyncio.run(run())
+    completion = _forward_one_creation(server, ("alice", USERS["alice"]))
     assert completion.outcome is Outcome.ERROR
     assert [int(r.error_code) for r in completion.response.results] == [ErrorCode.unknown_server_error]
 
 
-def test_a_channel_that_cannot_log_in_answers_unknown_server_error(server: KstewardServer) -> None:
+def _forward_one_creation(server: KstewardServer, sasl_plain: tuple[str, str]) -> Completion:
+    """One CreateAcls through a ControllerChannel to ``server``'s controller listener, logged in as ``sasl_plain``."""
+
     async def run() -> Completion:
-        channel = ControllerChannel((HOST, server.controller_port), sasl_plain=("broker", "wrong"))
+        channel = ControllerChannel((HOST, server.controller_port), sasl_plain=sasl_plain)
         channel.start()
         try:
             return await channel.forward(client_request(ApiKey.CREATE_ACLS, 3, ONE_CREATION, 9))
         finally:
             await channel.close()
 
-    completion = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_a_channel_that_cannot_log_in_answers_unknown_server_error(server: KstewardServer) -> None:
+    completion = _forward_one_creation(server, ("broker", "wrong"))
     assert completion.outcome is Outcome.ERROR
     assert [int(r.error_code) for r in completion.response.results] == [ErrorCode.unknown_server_error]
 

@@ -41,7 +41,7 @@ from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
 from ksteward.metadata.image import MetadataImage, acl_binding
-from ksteward.metadata.loader import load
+from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.metadata.records import (
@@ -157,6 +157,15 @@ class Server:
         return self._raft
 
     # --- lifecycle -----------------------------------------------------------------------------
+    async def _load_metadata(self) -> tuple[MetadataImage, MetadataLog]:
+        """The image and the open log of ``metadata.log.dir`` (``metadata.loader.load``, in a worker thread); a
+        log that cannot be opened or rebuilt stops the start with one line."""
+        cfg = self._config
+        try:
+            return await asyncio.to_thread(load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes)
+        except (OSError, MetadataLoadError) as exc:
+            raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+
     def _lock_data_dirs(self) -> list[Path]:
         """Lock ``metadata.log.dir`` and every ``log.dirs`` entry, and return them. Before anything in them is
         read or written (meta.properties, leftovers, recovery), as Kafka's LogManager.lockLogDirs: a second
@@ -180,12 +189,7 @@ class Server:
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
-            try:
-                image, metadata_log = await asyncio.to_thread(
-                    load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
-                )
-            except OSError as exc:
-                raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+            image, metadata_log = await self._load_metadata()
             self._metadata_log = metadata_log
             epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
             self._start_authorizer(image)

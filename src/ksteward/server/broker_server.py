@@ -32,7 +32,6 @@ from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
-from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.meta_properties import FILE_NAME, MetaPropertiesError, ensure_meta_properties
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
@@ -116,12 +115,7 @@ class BrokerServer(Server):
         except ConfigError as exc:
             raise StartupError(str(exc)) from None
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
-            try:
-                image, metadata_log = await asyncio.to_thread(
-                    load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes
-                )
-            except (OSError, MetadataLoadError) as exc:
-                raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
+            image, metadata_log = await self._load_metadata()
             self._start_authorizer(image)
         freeze_loaded_state()
         bootstrap = cfg.controller_quorum_addresses
