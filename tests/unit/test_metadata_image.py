@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.leader_change_message.v0 import LeaderChangeMessage
 
+from ksteward.authorizer import AclBindingFilter, PatternType, ResourceType
 from ksteward.metadata import delta as delta_module
 from ksteward.metadata.delta import MetadataDelta, MetadataReplayError, image_from_records
-from ksteward.metadata.image import EMPTY_IMAGE, MetadataImage, PartitionRegistration
+from ksteward.metadata.image import EMPTY_IMAGE, MetadataImage, PartitionRegistration, acl_binding_or_none
 from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.log import PARTITION_DIR_NAME, MetadataLog
 from ksteward.metadata.records import (
@@ -512,3 +513,51 @@ def test_topic_removed_and_recreated_within_one_delta() -> None:
     assert dict(image.topics.by_id[T1].partitions) == {7: PartitionRegistration.from_record(part)}
     with pytest.raises(MetadataReplayError, match="unknown topic id"):
         apply(image, RemoveTopicRecord(topic_id=T1), part)
+
+
+# --- the ACL section's by-name groups -------------------------------------------------------------------
+
+ACL_NAMES = ["t", "t1", "t12", "*", "u", ""]
+
+
+def named_acl(n: int, resource_type: int, name: str, pattern: int) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        id=uuid.UUID(int=5000 + n), resource_type=resource_type, resource_name=name, pattern_type=pattern,
+        principal=f"User:p{n % 3}", host="*", operation=3 + n % 2, permission_type=3,
+    )  # fmt: skip
+
+
+ACL_STEPS = st.lists(
+    st.tuples(st.integers(0, 30), st.sampled_from([2, 3]), st.sampled_from(ACL_NAMES), st.sampled_from([3, 4])),
+    max_size=50,
+)
+ACL_FILTERS = st.builds(
+    AclBindingFilter,
+    resource_type=st.sampled_from([ResourceType.ANY, ResourceType.TOPIC, ResourceType.GROUP]),
+    resource_name=st.none() | st.sampled_from([*ACL_NAMES, "t123", "x"]),
+    pattern_type=st.sampled_from([PatternType.ANY, PatternType.MATCH, PatternType.LITERAL, PatternType.PREFIXED]),
+    principal=st.none() | st.sampled_from(["User:p0", "User:p1"]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=ACL_STEPS, filters=st.lists(ACL_FILTERS, min_size=1, max_size=4))
+def test_acl_filters_read_the_by_name_groups_as_a_scan_would(
+    steps: list[tuple[int, int, str, int]], filters: list[AclBindingFilter]
+) -> None:
+    """Each step adds an ACL or, if its id is stored, removes it; after each, every filter's answer from the
+    by-name groups is the scan's, and the groups hold exactly the ACLs of ``by_binding``."""
+    image = EMPTY_IMAGE
+    for n, resource_type, name, pattern in steps:
+        record = named_acl(n, resource_type, name, pattern)
+        if record.id in image.acls:
+            image = apply(image, RemoveAccessControlEntryRecord(id=record.id))
+        elif acl_binding_or_none(record) not in image.acls.by_binding:
+            image = apply(image, record)
+        acls = image.acls
+        for acl_filter in filters:
+            scanned = sorted((repr(b), i) for b, i in acls.by_binding.items() if acl_filter.matches(b))
+            assert sorted((repr(b), i) for b, i in acls.matching(acl_filter)) == scanned
+        grouped = {b: i for group in acls.by_name.values() for b, i in group.items()}
+        assert grouped == dict(acls.by_binding)
+        assert all(len(group) for group in acls.by_name.values())

@@ -26,6 +26,7 @@ matches the stored patterns that would apply to it. ``find_indefinite_field`` gi
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -259,6 +260,30 @@ class AclBindingFilter:
     @property
     def matches_at_most_one(self) -> bool:
         return self.find_indefinite_field() is None
+
+    def resource_keys(
+        self, present: Iterable[ResourceType], prefix_lengths: Callable[[ResourceType], Iterable[int]] | None = None
+    ) -> list[tuple[ResourceType, str]] | None:
+        """The (resource type, resource name) pairs under which every ACL this filter can match is stored, so
+        that a store keyed by them answers the filter with a few lookups instead of a scan; None when the filter
+        names no resource (then only a scan will do). ``present`` is the stored resource types (for ANY), and
+        ``prefix_lengths`` the lengths of a type's stored PREFIXED names, if the store knows them.
+
+        A MATCH filter on name R can match LITERAL R, LITERAL ``*`` and any PREFIXED name R starts with (R and
+        the empty name included); every other pattern type matches only ACLs named R. The keys are candidates:
+        the caller still applies :meth:`matches`."""
+        name = self.resource_name
+        if name is None:
+            return None
+        types = tuple(present) if self.resource_type is ResourceType.ANY else (self.resource_type,)
+        if self.pattern_type is not PatternType.MATCH:
+            return [(t, name) for t in types]
+        keys: list[tuple[ResourceType, str]] = []
+        for t in types:
+            lengths = range(len(name) + 1) if prefix_lengths is None else prefix_lengths(t)
+            names = {name, WILDCARD_RESOURCE, *(name[:n] for n in lengths if n <= len(name))}
+            keys += [(t, n) for n in names]
+        return keys
 
     @property
     def is_any(self) -> bool:

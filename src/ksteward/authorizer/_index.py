@@ -38,9 +38,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from ._binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding
+from ._binding import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, AclBinding, AclBindingFilter
 from ._by_type import ByTypeIndex
-from ._enums import ALLOW_IMPLICATIONS, AclOperation, AclPermissionType, PatternType
+from ._enums import ALLOW_IMPLICATIONS, AclOperation, AclPermissionType, PatternType, ResourceType
 from ._errors import InvalidAclError
 
 __all__ = ["ALLOWED_BY_ACL", "DENIED_BY_ACL", "DENY_TEST", "GRANT", "NO_ACLS", "NO_MATCH", "AclIndex"]
@@ -148,13 +148,16 @@ class _Section:
 class AclIndex:
     """One ACL state: ids, the 7-tuple set, the lookup sections and the by-resource-type index."""
 
-    __slots__ = ("by_binding", "by_id", "by_type", "offset", "sections", "version")
+    __slots__ = ("by_binding", "by_id", "by_name", "by_type", "offset", "sections", "version")
 
     def __init__(self) -> None:
         self.version = 0  # odd while a change is being applied (see the module docstring)
         self.offset = -1  # metadata offset of the last change applied, -1 if unknown
         self.by_id: dict[Hashable, AclBinding] = {}
         self.by_binding: dict[AclBinding, Hashable] = {}
+        # Every ACL by (resource type, resource name), whatever its pattern type: a filter naming a resource
+        # reads a few of these instead of scanning every ACL (``AclBindingFilter.resource_keys``).
+        self.by_name: dict[tuple[Any, str], dict[Hashable, AclBinding]] = {}
         self.sections: dict[int, _Section] = {}
         self.by_type = ByTypeIndex()
 
@@ -213,6 +216,10 @@ class AclIndex:
             bucket = section.prefixed.bucket_for_insert(name)
         else:
             bucket = section.unknown.bucket_for_insert(name)
+        named = self.by_name.get((acl.resource_type, name))
+        if named is None:
+            named = self.by_name[(acl.resource_type, name)] = {}
+        named[acl_id] = acl
         key = _key(acl.principal, acl.host)
         old = bucket.get(key, 0)
         bucket[key] = old | (1 << (acl.operation + _SHIFT[acl.permission_type]))
@@ -225,6 +232,10 @@ class AclIndex:
         del self.by_binding[acl]
         section = self.sections[acl.resource_type]
         pattern, name = acl.pattern_type, acl.resource_name
+        named = self.by_name[(acl.resource_type, name)]
+        del named[acl_id]
+        if not named:
+            del self.by_name[(acl.resource_type, name)]
         table: _PrefixTable | None = None
         if pattern is PatternType.LITERAL:
             bucket = section.wildcard if name == WILDCARD_RESOURCE else section.literal[name]
@@ -401,3 +412,28 @@ class AclIndex:
 
     def items(self) -> list[tuple[Hashable, AclBinding]]:
         return list(self.by_id.items())
+
+    def matching_items(self, acl_filter: AclBindingFilter) -> list[tuple[Hashable, AclBinding]]:
+        """The (id, ACL) pairs ``acl_filter`` matches: from ``by_name`` when the filter names a resource (for a
+        MATCH filter, only the prefix lengths stored for the type are probed), else a scan."""
+        keys = acl_filter.resource_keys(
+            (ResourceType(t) for t in self.sections), lambda t: self._prefix_lengths(int(t))
+        )
+        matches = acl_filter.matches
+        if keys is None:
+            return [(acl_id, acl) for acl_id, acl in self.by_id.items() if matches(acl)]
+        found = []
+        get = self.by_name.get
+        for key in keys:
+            named = get(key)
+            if named:
+                found += [(acl_id, acl) for acl_id, acl in named.items() if matches(acl)]
+        return found
+
+    def _prefix_lengths(self, resource_type: int) -> tuple[int, ...]:
+        section = self.sections.get(resource_type)
+        if section is None:
+            return ()
+        if not section.unknown.lengths:
+            return section.prefixed.lengths
+        return (*section.prefixed.lengths, *section.unknown.lengths)

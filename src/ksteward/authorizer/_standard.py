@@ -393,19 +393,15 @@ class StandardAuthorizer:
 
     def acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> Iterator[AclBinding]:
         """The stored ACLs that ``acl_filter`` matches (§3.1), from one consistent state, in no set order."""
-        bindings = self._read(AclIndex.bindings)
         if acl_filter.is_any:
-            return iter(bindings)
-        matches = acl_filter.matches
-        return (acl for acl in bindings if matches(acl))
+            return iter(self._read(AclIndex.bindings))
+        return (acl for _, acl in self._read(lambda index: index.matching_items(acl_filter)))
 
     def acls_with_ids(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> Iterator[tuple[AclId, AclBinding]]:
         """Like :meth:`acls`, with each ACL's id."""
-        items = self._read(AclIndex.items)
         if acl_filter.is_any:
-            return iter(items)
-        matches = acl_filter.matches
-        return ((acl_id, acl) for acl_id, acl in items if matches(acl))
+            return iter(self._read(AclIndex.items))
+        return iter(self._read(lambda index: index.matching_items(acl_filter)))
 
 
 def _bits(operations: Iterable[AclOperation]) -> int:

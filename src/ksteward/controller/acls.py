@@ -105,8 +105,7 @@ class AclControlManager:
             if error is not None:
                 results.append(AclDeletionResult(error))
                 continue
-            matches = acl_filter.matches
-            matched = [(acl, acl_id) for acl, acl_id in image.acls.by_binding.items() if matches(acl)]
+            matched = image.acls.matching(acl_filter)
             new_ids = [acl_id for _, acl_id in matched if acl_id not in removed]
             if len(removed) + len(new_ids) > MAX_RECORDS_PER_USER_OP:
                 results.append(AclDeletionResult(ApiError(ErrorCode.unknown_server_error)))

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import immutables
 from kio.static.primitive import i32
 
-from ksteward.authorizer import AclBinding
+from ksteward.authorizer import AclBinding, ResourceType
 
 from . import records as r
 from .image import (
@@ -93,6 +93,9 @@ class MetadataDelta:
         self._producer_ids: int | None = None
         self._acls: immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord] | None = None
         self._acl_ids: immutables.MapMutation[AclBinding, uuid.UUID | None] | None = None  # acls.by_binding's
+        self._acl_names: immutables.MapMutation[tuple[ResourceType, str], Mapping[AclBinding, uuid.UUID | None]] | None
+        self._acl_names = None  # acls.by_name's, with the groups changed so far in ``_acl_groups``
+        self._acl_groups: dict[tuple[ResourceType, str], immutables.MapMutation[AclBinding, uuid.UUID | None]] = {}
         self._scram: dict[tuple[int, str], r.UserScramCredentialRecord] | None = None
         self._tokens: dict[str, r.DelegationTokenRecord] | None = None
 
@@ -325,8 +328,15 @@ class MetadataDelta:
         self._producer_ids = int(record.next_producer_id)
 
     def _sealed_acls(self, acls: immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord]) -> AclsImage:
-        assert self._acl_ids is not None
-        return AclsImage(acls.finish(), self._acl_ids.finish())
+        assert self._acl_ids is not None and self._acl_names is not None
+        names = self._acl_names
+        for key, group in self._acl_groups.items():
+            sealed = group.finish()
+            if sealed:
+                names[key] = sealed
+            else:
+                names.pop(key, None)
+        return AclsImage(acls.finish(), self._acl_ids.finish(), names.finish())
 
     def _acls_copy(self) -> immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord]:
         """The ACL section's working copy: a mutation of the base image's persistent maps, O(log n) per change
@@ -334,7 +344,18 @@ class MetadataDelta:
         if self._acls is None:
             self._acls = _persistent(self.image.acls.records).mutate()
             self._acl_ids = _persistent(self.image.acls.by_binding).mutate()
+            self._acl_names = _persistent(self.image.acls.by_name).mutate()
         return self._acls
+
+    def _acl_group(self, binding: AclBinding) -> immutables.MapMutation[AclBinding, uuid.UUID | None]:
+        """The working copy of ``acls.by_name``'s group of ``binding``'s resource."""
+        key = (binding.resource_type, binding.resource_name)
+        group = self._acl_groups.get(key)
+        if group is None:
+            assert self._acl_names is not None
+            base = self._acl_names.get(key)
+            group = self._acl_groups[key] = (immutables.Map() if base is None else _persistent(base)).mutate()
+        return group
 
     def _acl(self, record: r.AccessControlEntryRecord) -> None:
         acls = self._acls_copy()
@@ -345,6 +366,7 @@ class MetadataDelta:
         assert self._acl_ids is not None
         if binding is not None and binding not in self._acl_ids:
             self._acl_ids[binding] = record.id
+            self._acl_group(binding)[binding] = record.id
 
     def _remove_acl(self, record: r.RemoveAccessControlEntryRecord) -> None:
         removed = self._acls_copy().pop(record.id, None)
@@ -354,6 +376,7 @@ class MetadataDelta:
         assert self._acl_ids is not None
         if binding is not None and self._acl_ids.get(binding) == record.id:
             del self._acl_ids[binding]
+            del self._acl_group(binding)[binding]
 
     def _scram_credential(self, record: r.UserScramCredentialRecord | r.RemoveUserScramCredentialRecord) -> None:
         if self._scram is None:

@@ -19,7 +19,7 @@ import immutables
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i16, i32, i64
 
-from ksteward.authorizer import AclBinding, InvalidAclError
+from ksteward.authorizer import AclBinding, AclBindingFilter, InvalidAclError, ResourceType
 
 from .records import (
     AccessControlEntryRecord,
@@ -180,6 +180,10 @@ def acl_binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
         return None
 
 
+#: Every resource type an ACL can be stored with (a filter's ANY reads each).
+_STORED_RESOURCE_TYPES = tuple(t for t in ResourceType if t is not ResourceType.ANY)
+
+
 @dataclass(frozen=True, slots=True)
 class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
     """The ACLs, as Kafka's ``AclsImage``: a read-only mapping of ACL id to its record (what a snapshot
@@ -195,6 +199,24 @@ class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
     # change costs O(log n), not a copy of every ACL (``MetadataDelta``).
     records: Mapping[uuid.UUID | None, AccessControlEntryRecord] = field(default_factory=immutables.Map)
     by_binding: Mapping[AclBinding, uuid.UUID | None] = field(default_factory=immutables.Map)
+    #: ``by_binding`` grouped by (resource type, resource name): a DeleteAcls filter that names a resource
+    #: reads a few groups instead of every ACL (``AclBindingFilter.resource_keys``).
+    by_name: Mapping[tuple[ResourceType, str], Mapping[AclBinding, uuid.UUID | None]] = field(
+        default_factory=immutables.Map
+    )
+
+    def matching(self, acl_filter: AclBindingFilter) -> list[tuple[AclBinding, uuid.UUID | None]]:
+        """The (ACL, id) pairs of ``by_binding`` that ``acl_filter`` matches."""
+        matches = acl_filter.matches
+        keys = acl_filter.resource_keys(_STORED_RESOURCE_TYPES)
+        if keys is None:
+            return [(acl, acl_id) for acl, acl_id in self.by_binding.items() if matches(acl)]
+        found: list[tuple[AclBinding, uuid.UUID | None]] = []
+        for key in keys:
+            group = self.by_name.get(key)
+            if group:
+                found += [(acl, acl_id) for acl, acl_id in group.items() if matches(acl)]
+        return found
 
     def __getitem__(self, acl_id: uuid.UUID | None) -> AccessControlEntryRecord:
         return self.records[acl_id]

@@ -351,9 +351,14 @@ changes = st.lists(
     steps=changes,
     config=configs,
     reqs=st.lists(requests, min_size=1, max_size=6),
+    acl_filter=filters,
 )
 def test_random_add_remove_sequences_match_the_reference(
-    initial: list[AclBinding], steps: list[tuple], config: tuple[set[str], bool], reqs: list[tuple]
+    initial: list[AclBinding],
+    steps: list[tuple],
+    config: tuple[set[str], bool],
+    reqs: list[tuple],
+    acl_filter: AclBindingFilter,
 ) -> None:
     supers, allow_everyone = config
     auth = make(supers, allow_everyone, initial)
@@ -394,6 +399,9 @@ def test_random_add_remove_sequences_match_the_reference(
                 assert decision.acl == ref_deciding_acl(acls, principal, host, op, rt, name)
                 assert state[decision.acl_id] is decision.acl
         assert sorted(i for i, _ in auth.acls_with_ids()) == sorted(ids)
+        # The by-name lookup a filter uses follows every change too.
+        expected_ids = sorted(i for i, a in state.items() if ref_filter_matches(acl_filter, a))
+        assert sorted(i for i, _ in auth.acls_with_ids(acl_filter)) == expected_ids
     # And a snapshot of the final state answers exactly like the incrementally maintained index, and the
     # by-type index's sorted "free" lists (an optimisation the answers do not reveal) are the same.
     rebuilt = make(supers, allow_everyone, list(state.values()))
