@@ -311,3 +311,42 @@ def test_authorization(sasl_server: KstewardServer) -> None:
         assert incremental(alice, CLIENT_METRICS, "auth-s", [("interval.ms", SET, "1000")]) == (0, None)
         assert int(describe(alice, CLIENT_METRICS, "auth-s").error_code) == 0  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
     acls.delete(admin_auth, [describe_group, alter_group, alter_cluster])
+
+
+# ---------------------------------------------------------------------------------------- operator CLI
+
+
+def test_cli_groups_and_client_metrics(server: KstewardServer) -> None:
+    def configs(*flags: str) -> Any:
+        return ksteward_cli("configs", "--bootstrap-server", server.bootstrap, *flags)
+
+    done = configs("--alter", "--group", "cli-group", "--add-config", "consumer.heartbeat.interval.ms=6000")
+    assert (done.returncode, done.stdout.strip()) == (0, "Completed updating config for group cli-group."), done
+    subscription = "metrics=[org.apache.kafka.producer.,org.apache.kafka.consumer.],match=[client_id=cli-.*]"
+    done = configs(
+        "--alter", "--entity-type", "client-metrics", "--entity-name", "cli-sub", "--add-config", subscription
+    )
+    assert done.returncode == 0, done
+    shown = configs("--describe", "--entity-type", "groups", "--entity-name", "cli-group")
+    assert shown.stdout.splitlines() == [
+        "Dynamic configs for group cli-group are:",
+        "  consumer.heartbeat.interval.ms=6000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+        "consumer.heartbeat.interval.ms=6000, DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}",
+    ], shown
+    shown = configs("--describe", "--client-metrics", "cli-sub", "--all")
+    assert "  interval.ms=300000 sensitive=false synonyms={}" in shown.stdout.splitlines(), shown
+    assert (
+        "  metrics=org.apache.kafka.producer.,org.apache.kafka.consumer. sensitive=false "
+        "synonyms={DYNAMIC_CLIENT_METRICS_CONFIG:metrics=org.apache.kafka.producer.,org.apache.kafka.consumer.}"
+    ) in shown.stdout.splitlines(), shown
+    deleted = configs("--alter", "--group", "cli-group", "--delete-config", "consumer.heartbeat.interval.ms", "--force")
+    assert deleted.returncode == 0, deleted
+    assert configs("--describe", "--group", "cli-group").stdout.splitlines() == [
+        "Dynamic configs for group cli-group are:"
+    ]
+    # Kafka's error through the tool, one line, exit 1; bad usage exits 2.
+    refused = configs("--alter", "--group", "cli-group", "--add-config", "consumer.session.timeout.ms=1000")
+    assert refused.returncode == 1 and "group.consumer.min.session.timeout.ms" in refused.stderr, refused
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    unnamed = configs("--describe", "--entity-type", "groups")
+    assert unnamed.returncode == 2 and "An entity name must be specified with --describe of groups" in unnamed.stderr
