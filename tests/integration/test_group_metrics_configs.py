@@ -27,6 +27,7 @@ INVALID_CONFIG, INVALID_REQUEST, POLICY_VIOLATION = 40, 42, 44
 GROUP_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 30, 31
 SETTINGS = {
     "group.consumer.max.session.timeout.ms": "50000",  # the broker's bound, narrower than Kafka's 60000
+    "group.share.record.lock.duration.ms": "20000",  # the broker's default for every group
     "alter.config.policy.class.name": "ksteward.policy.builtin.ConfigGuardPolicy",
     "config.guard.policy.protected.keys": "share.isolation.level,interval.ms",
 }
@@ -159,6 +160,12 @@ def test_describe_shows_broker_derived_defaults_and_documentation(server: Kstewa
     # the broker's group.consumer.max.session.timeout.ms is a bound, not a synonym; the default is
     assert [(s.name, s.value, int(s.source)) for s in session.synonyms] == [
         ("group.consumer.session.timeout.ms", "45000", DEFAULT_CONFIG)
+    ]
+    lock = entries["share.record.lock.duration.ms"]
+    assert (lock.value, int(lock.config_source)) == ("20000", STATIC)
+    assert [(s.name, s.value, int(s.source)) for s in lock.synonyms] == [
+        ("group.share.record.lock.duration.ms", "20000", STATIC),
+        ("group.share.record.lock.duration.ms", "30000", DEFAULT_CONFIG),
     ]
     assert values(sub) == {"interval.ms": ("300000", DEFAULT_CONFIG)}
     assert sub.configs[0].documentation == "Metrics push interval in milliseconds"
