@@ -13,9 +13,10 @@ DescribeConfigs is served from this node's image. The two alter RPCs are split a
   ``Controller.alter_configs``. A controller listener runs only this, with ControllerApis' own handling of
   BROKER_LOGGER, unknown types and duplicates (:func:`handle_controller_incremental_alter_configs`).
 
-Supported resource types: TOPIC, BROKER (this node's id, or ``""`` for the cluster default) and
-BROKER_LOGGER. GROUP and CLIENT_METRICS configs are not implemented: the controller's part refuses them per
-resource with INVALID_REQUEST and a message that says so.
+Supported resource types: TOPIC, BROKER (this node's id, or ``""`` for the cluster default), BROKER_LOGGER,
+GROUP (Kafka's ``GroupConfig`` keys, ``ksteward.configs.group_catalog``) and CLIENT_METRICS (KIP-714
+subscriptions, ``ksteward.configs.client_metrics_catalog``). GROUP and CLIENT_METRICS have no broker-side check:
+they go to the controller as TOPIC changes do.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from ksteward.configs.alter import (
 )
 from ksteward.configs.broker_catalog import validate_broker_configs, validate_broker_reconfiguration
 from ksteward.configs.catalog import ConfigResourceType, ConfigSource, ConfigType, java_int
-from ksteward.configs.resolve import ConfigEntryView, ConfigResolver
+from ksteward.configs.group_catalog import GroupBrokerSettings
+from ksteward.configs.resolve import ConfigEntryView, ConfigResolver, describe_client_metrics, describe_group
 from ksteward.configs.sensitive import is_sensitive
 from ksteward.controller.configs import ConfigAlteration
 from ksteward.controller.result import NO_ERROR, ApiError
@@ -51,7 +53,7 @@ from ksteward.protocol.codec import PreEncoded, response_class
 from ksteward.protocol.fast_describe_configs import ResourceResult, encode_describe_configs_response
 
 T, B, BL = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER
-_UNSUPPORTED: Final = (ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS)
+G, CM = ConfigResourceType.GROUP, ConfigResourceType.CLIENT_METRICS
 
 # Errors' default messages, which Kafka sends with an authorization failure.
 _DENIED: Final = {
@@ -65,13 +67,9 @@ def _invalid(message: str) -> ApiError:
     return ApiError(ErrorCode.invalid_request, message)
 
 
-def _unsupported(rtype: ConfigResourceType) -> ApiError:
-    return _invalid(f"{rtype.name} configs are not supported by ksteward")
-
-
 def _may(node: Node, ctx: RequestContext, op: AclOperation, rtype: ConfigResourceType, name: str) -> bool:
     """Kafka's per-type check (docs/topics-and-configs.md, "Config authorization"): the topic or group itself, else
-    the cluster."""
+    the cluster (BROKER, BROKER_LOGGER, CLIENT_METRICS)."""
     if rtype is T:
         return authorize(node, ctx, op, ResourceType.TOPIC, name)
     if rtype is ConfigResourceType.GROUP:
@@ -134,7 +132,18 @@ def _describe_one(
         if not name:
             return _invalid("Broker id must not be empty")
         return _node_id(name, node_id, noun="Broker", expected="{id} but") or _logger_entries(keys)
-    return _unsupported(rtype)
+    if rtype is G:
+        if not name:
+            return _invalid("Group name must not be empty")
+        settings = GroupBrokerSettings.from_static(node.config.static)
+        overrides = node.image.configs.get((int(G), name), {})
+        return describe_group(
+            overrides, settings, include_synonyms=synonyms, include_documentation=documentation, keys=keys
+        )
+    if not name:  # CLIENT_METRICS, the one type left
+        return _invalid("Client metrics subscription name must not be empty")
+    stored = node.image.configs.get((int(CM), name), {})
+    return describe_client_metrics(stored, include_synonyms=synonyms, include_documentation=documentation, keys=keys)
 
 
 async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
@@ -257,7 +266,7 @@ def _preprocess_one(
         return _logger_change(node, name, changes.ops, validate_only=validate_only)
     if rtype is B:
         return _broker_preprocess(node, node.config_resolver(), name, changes.ops, changes.configs)
-    if rtype in (T, *_UNSUPPORTED):
+    if rtype in (T, G, CM):
         return None
     return _invalid(f"Unknown resource type {resource.resource_type}")
 
@@ -276,7 +285,7 @@ def _logger_change(node: Node, name: str, ops: Sequence[AlterConfigOp], *, valid
 
 def _alter_denied(node: Node, ctx: RequestContext, rtype: ConfigResourceType, name: str) -> ApiError | None:
     """``ControllerApis.authorizeAlterResource``: ALTER_CONFIGS on the topic, the group, or the cluster."""
-    if rtype not in (T, B, *_UNSUPPORTED):
+    if rtype not in (T, B, G, CM):
         return _invalid(f"Unexpected resource type {rtype.name}.")
     if _may(node, ctx, AclOperation.ALTER_CONFIGS, rtype, name):
         return None
@@ -296,8 +305,7 @@ async def _persist(
     for index, resource in enumerate(resources):
         rtype, name = ConfigResourceType.from_code(resource.resource_type), resource.resource_name
         changes = _changes(resource, incremental=incremental)
-        error = changes.error or (_unsupported(rtype) if rtype in _UNSUPPORTED else None)
-        error = error or _alter_denied(node, ctx, rtype, name)
+        error = changes.error or _alter_denied(node, ctx, rtype, name)
         if error is not None:
             outcomes[index] = error
             continue

@@ -25,10 +25,13 @@ from ksteward.cli.admin_common import (
 from ksteward.cli.configs_entities import (
     BROKER_LOGGERS,
     BROKERS,
+    CLIENT_METRICS,
     CLIENTS,
     DEFAULT_FLAGS,
     ENTITY_TYPES,
+    GROUPS,
     IPS,
+    NAMED_ONLY,
     SPECIFIC_FLAGS,
     TOPICS,
     USERS,
@@ -55,6 +58,10 @@ EXAMPLES = """examples:
   ksteward configs --bootstrap-server localhost:9092 --command-config admin.properties --alter --user bob \\
       --add-config 'SCRAM-SHA-256=[iterations=8192,password=bob-secret]'
   ksteward configs --bootstrap-controller localhost:9093 --describe --entity-type brokers --entity-default
+  ksteward configs --bootstrap-server localhost:9092 --alter --group orders-app \
+      --add-config consumer.session.timeout.ms=50000
+  ksteward configs --bootstrap-server localhost:9092 --alter --client-metrics producers \
+      --add-config 'metrics=[org.apache.kafka.producer.],interval.ms=60000,match=[client_software_name=.*java.*]'
 The lockout guard refuses deleting or replacing the SCRAM credential of the user --command-config logs in as,
 or of any --protect-principal User:NAME, unless --force is given.
 """
@@ -62,8 +69,8 @@ or of any --protect-principal User:NAME, unless --force is given.
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("configs", help="describe or alter configs, quotas and SCRAM users (kafka-configs.sh)",
-                       description="Add/remove entity config for a topic, client, user, ip, broker or broker "
-                                   "logger, as kafka-configs.sh does.",
+                       description="Add/remove entity config for a topic, client, user, ip, broker, broker "
+                                   "logger, group or client-metrics subscription, as kafka-configs.sh does.",
                        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     add_connection_flags(p, controller=True)
     p.add_argument("--describe", action="store_true", help="list configs for the given entity")
@@ -108,6 +115,10 @@ def _dynamic_source(entity_type: str, name: str) -> str:
         return "DYNAMIC_TOPIC_CONFIG"
     if entity_type == BROKER_LOGGERS:
         return "DYNAMIC_BROKER_LOGGER_CONFIG"
+    if entity_type == GROUPS:
+        return "DYNAMIC_GROUP_CONFIG"
+    if entity_type == CLIENT_METRICS:
+        return "DYNAMIC_CLIENT_METRICS_CONFIG"
     return "DYNAMIC_DEFAULT_BROKER_CONFIG" if name == "" else "DYNAMIC_BROKER_CONFIG"
 
 
@@ -143,8 +154,9 @@ def header_line(entity_type: str, name: str, describe_all: bool) -> str:
 def _describe(args: argparse.Namespace, conn: Connection, e: Entities) -> int:
     document: dict[str, Any] = {"action": "describe", "configs": [], "quotas": [], "scram_credentials": []}
     lines: list[str] = []
-    if e.type in (TOPICS, BROKERS, BROKER_LOGGERS):
-        if e.name is not None and not args.all and not _exists(conn, e.type, e.name):
+    if e.type in (TOPICS, BROKERS, BROKER_LOGGERS, *NAMED_ONLY):
+        # a group or a subscription is configured whether or not it exists, so it is not looked up
+        if e.name is not None and not args.all and e.type not in NAMED_ONLY and not _exists(conn, e.type, e.name):
             # ConfigCommand.describeResourceConfig: a missing entity has no dynamic config (exit 0)
             message = f"The {e.singular()} '{e.name}' doesn't exist and doesn't have dynamic config."
             if args.output == "json":

@@ -15,13 +15,25 @@ from typing import Any
 
 from ksteward.cli.admin_client import AdminError
 from ksteward.cli.admin_common import CommandError, Connection, confluent_admin, ksteward_admin
-from ksteward.cli.configs_entities import BROKER_LOGGERS, BROKERS, IPS, SCRAM_MECHANISMS, TOPICS, USERS, ScramUpsert
+from ksteward.cli.configs_entities import (
+    BROKER_LOGGERS,
+    BROKERS,
+    CLIENT_METRICS,
+    GROUPS,
+    IPS,
+    NAMED_ONLY,
+    SCRAM_MECHANISMS,
+    TOPICS,
+    USERS,
+    ScramUpsert,
+)
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.protocol.apis import ApiKey
 
 TIMEOUT = 30.0
 RESOURCE_TYPES = {TOPICS: ConfigResourceType.TOPIC, BROKERS: ConfigResourceType.BROKER,
-                  BROKER_LOGGERS: ConfigResourceType.BROKER_LOGGER}  # fmt: skip
+                  BROKER_LOGGERS: ConfigResourceType.BROKER_LOGGER, GROUPS: ConfigResourceType.GROUP,
+                  CLIENT_METRICS: ConfigResourceType.CLIENT_METRICS}  # fmt: skip
 # Java's ConfigEntry.ConfigSource names, by DescribeConfigs' wire code.
 SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
                 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
@@ -56,8 +68,9 @@ def _wire_error(code: int, message: str | None, what: str) -> None:
 
 
 def _uses_wire(conn: Connection, entity_type: str, name: str) -> bool:
-    # librdkafka refuses an empty BROKER name, which is how the cluster-wide default is named.
-    return conn.to_controller or entity_type == BROKER_LOGGERS or (entity_type == BROKERS and name == "")
+    # librdkafka refuses an empty BROKER name, which is how the cluster-wide default is named, and has no
+    # CLIENT_METRICS resource (its GROUP is the ACL resource type, 3).
+    return conn.to_controller or entity_type in (BROKER_LOGGERS, *NAMED_ONLY) or (entity_type == BROKERS and name == "")
 
 
 _ADMINS: dict[int, Any] = {}

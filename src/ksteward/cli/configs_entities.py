@@ -14,10 +14,14 @@ from typing import Any
 from ksteward.cli.admin_common import UsageError
 
 TOPICS, CLIENTS, USERS, BROKERS, BROKER_LOGGERS, IPS = "topics", "clients", "users", "brokers", "broker-loggers", "ips"
-ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, BROKER_LOGGERS, IPS)
+GROUPS, CLIENT_METRICS = "groups", "client-metrics"
+ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, BROKER_LOGGERS, IPS, CLIENT_METRICS, GROUPS)
+# The resource types configured by name only: no default entity, no listing here (that needs ListConfigResources).
+NAMED_ONLY = (GROUPS, CLIENT_METRICS)
 # ConfigCommandOptions' specific flags, in its order (entityFlags, then entityDefaultsFlags).
 SPECIFIC_FLAGS = (("topic", TOPICS), ("client", CLIENTS), ("user", USERS), ("broker", BROKERS),
-                  ("broker_logger", BROKER_LOGGERS), ("ip", IPS))  # fmt: skip
+                  ("broker_logger", BROKER_LOGGERS), ("ip", IPS), ("client_metrics", CLIENT_METRICS),
+                  ("group", GROUPS))  # fmt: skip
 DEFAULT_FLAGS = (("client_defaults", CLIENTS), ("user_defaults", USERS), ("broker_defaults", BROKERS),
                  ("ip_defaults", IPS))  # fmt: skip
 # QuotaConfig's client/user quota keys and the ip one; ScramMechanism's names.
@@ -101,7 +105,7 @@ def _check_names(args: argparse.Namespace, e: Entities) -> None:
     if args.describe:
         if has_default and not set(e.types) & quota_like:
             raise UsageError(f"--entity-default must not be specified with --describe of {','.join(e.types)}")
-        if e.type == BROKER_LOGGERS and not has_name:
+        if e.type in (BROKER_LOGGERS, *NAMED_ONLY) and not has_name:
             raise UsageError(f"An entity name must be specified with --describe of {','.join(e.types)}")
     if args.alter:
         if set(e.types) & quota_like:
@@ -112,7 +116,7 @@ def _check_names(args: argparse.Namespace, e: Entities) -> None:
             raise UsageError(f"An entity name must be specified with --alter of {','.join(e.types)}")
         if len(e.types) != len(e.names):
             raise UsageError("An entity name must be specified for every entity type")
-        if has_default and e.type in (TOPICS, BROKER_LOGGERS):
+        if has_default and e.type in (TOPICS, BROKER_LOGGERS, *NAMED_ONLY):
             raise UsageError(f"--entity-default is not allowed with --alter of {e.type}")
 
 

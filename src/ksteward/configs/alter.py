@@ -31,6 +31,8 @@ from ksteward.protocol.api_error import ApiError
 
 from .broker_catalog import BROKER_CONFIGS
 from .catalog import HIDDEN, ConfigKey, ConfigResourceType, java_split
+from .client_metrics_catalog import CLIENT_METRICS_CONFIGS
+from .group_catalog import GROUP_CONFIGS
 from .sensitive import is_sensitive, loggable_configs
 from .topic_catalog import TOPIC_CONFIGS
 
@@ -44,6 +46,13 @@ __all__ = [
     "check_incremental_request",
     "check_legacy_request",
 ]
+
+_SCHEMAS: dict[ConfigResourceType, Mapping[str, ConfigKey]] = {
+    ConfigResourceType.TOPIC: TOPIC_CONFIGS,
+    ConfigResourceType.BROKER: BROKER_CONFIGS,
+    ConfigResourceType.GROUP: GROUP_CONFIGS,
+    ConfigResourceType.CLIENT_METRICS: CLIENT_METRICS_CONFIGS,
+}
 
 # Errors.UNKNOWN_SERVER_ERROR's default message: Kafka sends no detail with this code.
 _UNKNOWN_SERVER_ERROR = "The server experienced an unexpected error when processing the request."
@@ -138,13 +147,9 @@ def check_legacy_request(configs: Sequence[tuple[str, str | None]]) -> ApiError 
 
 
 def _schema(resource_type: ConfigResourceType) -> Mapping[str, ConfigKey]:
-    """The keys the controller can split into lists: none for GROUP and CLIENT_METRICS (the controller has no
-    schema for them)."""
-    if resource_type is ConfigResourceType.TOPIC:
-        return TOPIC_CONFIGS
-    if resource_type is ConfigResourceType.BROKER:
-        return BROKER_CONFIGS
-    return {}
+    """The keys the controller can split into lists (``KafkaConfigSchema``: the BROKER, TOPIC, GROUP and
+    CLIENT_METRICS ConfigDefs; ``metrics`` and ``match`` are a subscription's LIST keys)."""
+    return _SCHEMAS.get(resource_type, {})
 
 
 def apply_incremental(

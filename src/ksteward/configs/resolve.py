@@ -37,6 +37,8 @@ from .broker_catalog import (
     validate_broker_configs,
 )
 from .catalog import ConfigKey, ConfigResourceType, ConfigSource, ConfigType, InvalidValue
+from .client_metrics_catalog import CLIENT_METRICS_CONFIGS
+from .group_catalog import GROUP_BROKER_DEFAULTS, GROUP_CONFIGS, GroupBrokerSettings
 from .sensitive import is_sensitive, loggable_value
 from .topic_catalog import TOPIC_CONFIGS, validate_topic_config
 
@@ -45,6 +47,8 @@ __all__ = [
     "ConfigResolver",
     "ConfigSynonym",
     "config_key",
+    "describe_client_metrics",
+    "describe_group",
     "describe_resource",
     "is_sensitive",  # re-exported from .sensitive, where the rule lives
     "loggable_value",
@@ -281,12 +285,16 @@ class ConfigResolver:
 
 
 def config_key(resource_type: ConfigResourceType, name: str) -> ConfigKey | None:
-    """The definition of ``name`` for a TOPIC or BROKER resource (a listener-prefixed broker key gets its
-    base's); None for a key the catalog does not know."""
+    """The definition of ``name`` for a TOPIC, BROKER, GROUP or CLIENT_METRICS resource (a listener-prefixed
+    broker key gets its base's); None for a key the catalog does not know."""
     if resource_type is ConfigResourceType.TOPIC:
         return TOPIC_CONFIGS.get(name)
     if resource_type is ConfigResourceType.BROKER:
         return broker_config_key(name)
+    if resource_type is ConfigResourceType.GROUP:
+        return GROUP_CONFIGS.get(name)
+    if resource_type is ConfigResourceType.CLIENT_METRICS:
+        return CLIENT_METRICS_CONFIGS.get(name)
     raise ValueError(f"no config catalog for resource type {resource_type.name}")
 
 
@@ -354,3 +362,83 @@ def describe_resource(
             keys=keys,
         )
     raise ValueError(f"no config catalog for resource type {resource_type.name}")
+
+
+def describe_group(
+    overrides: Mapping[str, str],
+    settings: GroupBrokerSettings,
+    *,
+    include_synonyms: bool = False,
+    include_documentation: bool = False,
+    keys: Collection[str] | None = None,
+) -> list[ConfigEntryView]:
+    """Every group config of one GROUP resource, by name (Kafka's ``ConfigHelper.createGroupConfigEntry``). The
+    value is the group's override, else the broker-derived default (``extractGroupConfigMap``). The synonyms, in
+    order: the override (GROUP_CONFIG), the broker's ``group.<key>`` set in ``server.properties``
+    (STATIC_BROKER_CONFIG) and at its built-in default (DEFAULT_CONFIG); a key with no broker config
+    (``share.auto.offset.reset``, ``share.isolation.level``) has GroupConfig's own default instead. The source is
+    the first synonym's."""
+    defaults = settings.group_defaults()
+    entries = []
+    for name in sorted(GROUP_CONFIGS):
+        if keys and name not in keys:
+            continue
+        key = GROUP_CONFIGS[name]
+        override = overrides.get(name)
+        value = key.canonical(override) if override is not None else defaults[name]
+        broker_key = "group." + name
+        chain: list[ConfigSynonym] = []
+        if override is not None:
+            chain.append(ConfigSynonym(name, value, ConfigSource.GROUP_CONFIG))
+        if broker_key in settings.static:
+            chain.append(ConfigSynonym(broker_key, str(settings.values[broker_key]), ConfigSource.STATIC_BROKER_CONFIG))
+        if broker_key in GROUP_BROKER_DEFAULTS:
+            chain.append(ConfigSynonym(broker_key, str(GROUP_BROKER_DEFAULTS[broker_key]), ConfigSource.DEFAULT_CONFIG))
+        else:
+            chain.append(ConfigSynonym(name, key.default, ConfigSource.DEFAULT_CONFIG))
+        entries.append(
+            ConfigEntryView(
+                name=name,
+                value=value,
+                source=chain[0].source,
+                read_only=False,
+                is_sensitive=False,
+                config_type=key.type,
+                synonyms=tuple(chain) if include_synonyms else (),
+                documentation=key.doc if include_documentation else None,
+            )
+        )
+    return entries
+
+
+def describe_client_metrics(
+    overrides: Mapping[str, str],
+    *,
+    include_synonyms: bool = False,
+    include_documentation: bool = False,
+    keys: Collection[str] | None = None,
+) -> list[ConfigEntryView]:
+    """The three keys of one CLIENT_METRICS subscription, by name (Kafka's
+    ``ConfigHelper.createClientMetricsConfigEntry``): the stored value (CLIENT_METRICS_CONFIG, its only synonym),
+    else the default (DEFAULT_CONFIG, no synonym)."""
+    entries = []
+    for name in sorted(CLIENT_METRICS_CONFIGS):
+        if keys and name not in keys:
+            continue
+        key = CLIENT_METRICS_CONFIGS[name]
+        stored = overrides.get(name)
+        value = key.canonical(stored) if stored is not None else key.default
+        chain = () if stored is None else (ConfigSynonym(name, value, ConfigSource.CLIENT_METRICS_CONFIG),)
+        entries.append(
+            ConfigEntryView(
+                name=name,
+                value=value,
+                source=chain[0].source if chain else ConfigSource.DEFAULT_CONFIG,
+                read_only=False,
+                is_sensitive=False,
+                config_type=key.type,
+                synonyms=chain if include_synonyms else (),
+                documentation=key.doc if include_documentation else None,
+            )
+        )
+    return entries

@@ -4,9 +4,10 @@ Kafka decides from a config's declared type (``KafkaConfigSchema.isSensitive``: 
 and hides what it cannot type: a key of a TOPIC or BROKER resource that the catalog does not define (a
 topic key of another version, a custom broker key such as ``my.vault.token`` that a plugin reads) may hold
 anything. A listener-prefixed broker key has its base key's type (``listener.name.internal.ssl.key.password``
-is a PASSWORD, ``listener.name.internal.ssl.keystore.location`` is not). BROKER_LOGGER values are log levels
-and CLIENT_METRICS values subscriptions: never secret. Any other resource type (GROUP, UNKNOWN, a code Kafka
-does not define) has no catalog here, so every value of it is hidden.
+is a PASSWORD, ``listener.name.internal.ssl.keystore.location`` is not). A GROUP key is typed by Kafka's
+``GroupConfig`` (none is a PASSWORD; an unknown one is hidden). BROKER_LOGGER values are log levels and
+CLIENT_METRICS values subscriptions: never secret. Any other resource type (UNKNOWN, a code Kafka does not
+define) has no catalog here, so every value of it is hidden.
 
 Everything that shows or logs a config value asks :func:`is_sensitive`: DescribeConfigs (``configs.resolve``),
 the reprs of the alter results, of the controller's requests and of the policies' request metadata,
@@ -30,6 +31,7 @@ from ksteward.metadata.records.kafka_json import record_json
 
 from .broker_catalog import broker_config_key
 from .catalog import HIDDEN, ConfigResourceType
+from .group_catalog import GROUP_CONFIGS
 from .topic_catalog import TOPIC_CONFIGS
 
 __all__ = [
@@ -59,6 +61,8 @@ def is_sensitive(resource_type: ConfigResourceType, name: str) -> bool:
         key = TOPIC_CONFIGS.get(name)
     elif resource_type == ConfigResourceType.BROKER:
         key = broker_config_key(name)
+    elif resource_type == ConfigResourceType.GROUP:
+        key = GROUP_CONFIGS.get(name)
     else:
         return resource_type not in _NEVER_SECRET
     return key is None or key.is_sensitive

@@ -27,6 +27,8 @@ from kio.static.primitive import i8
 
 from ksteward.configs.alter import AlterConfigOp, AlterResult, apply_incremental, apply_legacy
 from ksteward.configs.catalog import ConfigResourceType, java_int
+from ksteward.configs.client_metrics_catalog import validate_client_metrics
+from ksteward.configs.group_catalog import GroupBrokerSettings, validate_group_configs
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.sensitive import loggable_configs
 from ksteward.configs.topic_catalog import validate_topic_configs
@@ -65,6 +67,7 @@ class ConfigControlManager:
         self.node_id = node_id
         self.static = static
         self.policies = policies or Policies()
+        self.group_settings = GroupBrokerSettings.from_static(static)
         self._cache: tuple[object, ConfigResolver] | None = None
 
     def resolver(self, image: MetadataImage) -> ConfigResolver:
@@ -135,7 +138,9 @@ class ConfigControlManager:
         result: AlterResult,
         current: Mapping[str, str],
     ) -> ApiError | None:
-        """Kafka's ControllerConfigurationValidator on the resulting map."""
+        """Kafka's ControllerConfigurationValidator on the resulting map. GROUP bounds come from this controller's
+        ``server.properties`` (Kafka's controller checks with its own ``groupCoordinatorConfig``); a group or a
+        subscription need not exist to be configured."""
         if rtype is ConfigResourceType.TOPIC:
             if not name:
                 return ApiError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
@@ -153,6 +158,12 @@ class ConfigControlManager:
             if broker_id < 0:
                 return ApiError(ErrorCode.invalid_request, "Invalid negative broker ID.")
             return None
+        if rtype is ConfigResourceType.GROUP:
+            if not name:
+                return ApiError(ErrorCode.invalid_request, "Default group resources are not allowed.")
+            return validate_group_configs(result.configs, self.group_settings)
+        if rtype is ConfigResourceType.CLIENT_METRICS:
+            return validate_client_metrics(name, result.configs)
         return ApiError(ErrorCode.invalid_request, f"Unknown resource type {int(rtype)}")
 
     def _exists(self, image: MetadataImage, rtype: ConfigResourceType, name: str) -> ApiError | None:

@@ -94,9 +94,11 @@ def test_alter_results_and_ops_keep_secrets_out_of_repr() -> None:
 
 
 def test_sensitivity_of_resource_types_without_a_catalog() -> None:
-    # Kafka's loggableValue: logger levels and client-metrics subscriptions are never secret, anything
-    # this layer cannot type is hidden
+    # Kafka's loggableValue: logger levels and client-metrics subscriptions are never secret, a GROUP key is
+    # typed by GroupConfig (an unknown one is hidden), anything this layer cannot type is hidden
     assert not is_sensitive(ConfigResourceType.BROKER_LOGGER, "kafka.server")
     assert not is_sensitive(ConfigResourceType.CLIENT_METRICS, "metrics")
-    assert is_sensitive(ConfigResourceType.GROUP, "consumer.session.timeout.ms")
+    assert not is_sensitive(ConfigResourceType.GROUP, "consumer.session.timeout.ms")
+    assert is_sensitive(ConfigResourceType.GROUP, "my.group.token")
+    assert is_sensitive(ConfigResourceType.UNKNOWN, "anything")
     assert loggable_value(ConfigResourceType.GROUP, "x", None) is None

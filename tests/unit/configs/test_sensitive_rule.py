@@ -61,7 +61,8 @@ def test_the_rule_is_what_describe_configs_answers(
         (2, "legacy.secret", HIDDEN),
         (8, "kafka.server", "v"),  # BROKER_LOGGER
         (16, "metrics", "v"),  # CLIENT_METRICS
-        (32, "consumer.session.timeout.ms", HIDDEN),  # GROUP: no catalog here
+        (32, "consumer.session.timeout.ms", "v"),  # GROUP: typed by GroupConfig
+        (32, "my.group.token", HIDDEN),  # GROUP: a key GroupConfig does not define
         (0, "anything", HIDDEN),  # UNKNOWN
         (99, "anything", HIDDEN),  # a code Kafka does not define
     ],
