@@ -316,6 +316,8 @@ _KEYS: Final = (
        "running in KRaft mode. Only applies to controllers."),
     _k("broker.heartbeat.interval.ms", T.INT, "2000", None, MEDIUM, RO,
        "The length of time in milliseconds between broker heartbeats. Used when running in KRaft mode."),
+    _k("max.request.partition.size.limit", T.INT, "2000", _ge(1), LOW, RO,
+       "The maximum number of partitions can be served in one request."),
 )  # fmt: skip
 
 BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in _KEYS})

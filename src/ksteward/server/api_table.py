@@ -21,6 +21,7 @@ from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+from ksteward.broker.topic_partitions import handle_describe_topic_partitions
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
@@ -64,8 +65,16 @@ _MEMBERSHIP = [
 ]
 
 
+# Brokers only: these APIs' listeners are ["broker"] in Kafka's message schemas (ApiMessageType), so a controller
+# listener neither serves nor advertises them.
+_BROKER_ONLY = [
+    ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata),
+    ApiSpec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
+]
+
+
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
+    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_ONLY])
 
 
 # KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch
