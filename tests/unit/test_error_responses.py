@@ -97,7 +97,11 @@ REQUESTS: dict[int, dict[str, Any]] = {
         "include_fenced_brokers": False,
     },
     ApiKey.LIST_CONFIG_RESOURCES: {"resource_types": [2]},
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {"topics": [TOPIC, {"name": "b"}], "response_partition_limit": 10, "cursor": None},
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: {
+        "topics": [TOPIC, {"name": "b"}],
+        "response_partition_limit": 10,
+        "cursor": None,
+    },
 }
 
 

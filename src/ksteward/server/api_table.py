@@ -9,6 +9,7 @@ from __future__ import annotations
 from ksteward.broker.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
+from ksteward.broker.config_resources import handle_list_config_resources
 from ksteward.broker.configs import (
     handle_alter_configs,
     handle_controller_alter_configs,
@@ -69,6 +70,7 @@ _MEMBERSHIP = [
 # listener neither serves nor advertises them.
 _BROKER_ONLY = [
     ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata),
+    ApiSpec(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, handle_list_config_resources),
     ApiSpec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
 ]
 
