@@ -12,6 +12,7 @@ from ksteward.protocol.apis import ApiKey
 
 # api key -> (versions, served on broker listeners, served on controller listeners)
 KAFKA_LISTENERS = {
+    ApiKey.UPDATE_FEATURES: ((0, 2), True, True),
     ApiKey.LIST_CONFIG_RESOURCES: ((0, 1), True, False),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: ((0, 0), True, False),
 }

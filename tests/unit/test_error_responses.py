@@ -91,6 +91,11 @@ REQUESTS: dict[int, dict[str, Any]] = {
     },
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": None},
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
+    ApiKey.UPDATE_FEATURES: {
+        "feature_updates": [{"feature": "group.version", "max_version_level": 1, "allow_downgrade": False}],
+        "validate_only": False,
+        "timeout": timedelta(seconds=1),
+    },
     ApiKey.DESCRIBE_CLUSTER: {
         "include_cluster_authorized_operations": False,
         "endpoint_type": 1,

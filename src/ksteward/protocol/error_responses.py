@@ -115,6 +115,7 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.UPDATE_FEATURES: _top_level(results=[]),
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),

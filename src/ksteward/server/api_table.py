@@ -19,6 +19,7 @@ from ksteward.broker.configs import (
 )
 from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.envelope import handle_envelope
+from ksteward.broker.features import handle_update_features
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
@@ -40,6 +41,7 @@ _COMMON = [
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+    ApiSpec(ApiKey.UPDATE_FEATURES, 0, 2, handle_update_features),  # brokers forward it (KIP-590)
 ]
 
 # The config alters: a broker preprocesses them before the controller's part (KafkaApis); a controller listener
