@@ -34,7 +34,7 @@ from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.schema_walk import check_message
 from ksteward.server.api_table import broker_api_table, controller_api_table
 
-SERVED_KEYS = [3, 17, 18, 36, 50, 51, 60]
+SERVED_KEYS = [3, 17, 18, 36, 50, 51, 57, 60, 74, 75]
 SMALL_MAX = 4096
 
 

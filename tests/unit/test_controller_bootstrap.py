@@ -37,8 +37,12 @@ def test_a_new_log_gets_metadata_version_and_the_registration() -> None:
         9092,
         0,
     )
+    # every feature this node supports, as a Kafka 4.0 broker registers them
     assert [(f.name, f.min_supported_version, f.max_supported_version) for f in registration.features] == [
-        ("metadata.version", 7, 25)
+        ("metadata.version", 7, 25),
+        ("kraft.version", 0, 0),
+        ("group.version", 0, 1),
+        ("transaction.version", 0, 2),
     ]
     assert done.response is None
 

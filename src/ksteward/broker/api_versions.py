@@ -21,13 +21,20 @@ from ksteward.protocol.codec import response_class
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def api_versions_values(table: ApiTable, node: Node, error: ErrorCode = ErrorCode.none) -> dict[str, Any]:
+def api_versions_values(
+    table: ApiTable, node: Node, error: ErrorCode = ErrorCode.none, api_version: int = 4
+) -> dict[str, Any]:
+    """The response values. Finalized features (KIP-584) are those at a level above 0, with the image's offset as
+    their epoch (Kafka's ``FinalizedFeatures`` epoch is the image's highest offset). Below v4 a supported feature
+    whose minimum is 0 is left out (KAFKA-17492: older clients cannot read it)."""
     image = node.image
     return {
         "error_code": error,
         "api_keys": [{"api_key": s.api_key, "min_version": s.min_version, "max_version": s.max_version} for s in table],
         "supported_features": [
-            {"name": name, "min_version": lo, "max_version": hi} for name, (lo, hi) in SUPPORTED_FEATURES.items()
+            {"name": name, "min_version": lo, "max_version": hi}
+            for name, (lo, hi) in SUPPORTED_FEATURES.items()
+            if api_version >= 4 or lo != 0
         ],
         "finalized_features_epoch": max(image.offset, -1),
         "finalized_features": [
@@ -52,4 +59,4 @@ async def handle_api_versions(node: Node, ctx: RequestContext, request: Any) -> 
         _SOFTWARE.match(request.client_software_name or "") and _SOFTWARE.match(request.client_software_version or "")
     ):
         error = ErrorCode.invalid_request
-    return build(cls, api_versions_values(ctx.api_table, node, error))
+    return build(cls, api_versions_values(ctx.api_table, node, error, ctx.api_version))

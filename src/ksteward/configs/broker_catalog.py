@@ -157,11 +157,10 @@ _KEYS: Final = (
        "The maximum number of connections we allow from each ip address."),
     _k("max.connections.per.ip.overrides", T.STRING, "", None, MEDIUM, CW,
        "A comma-separated list of per-ip or hostname overrides to the default maximum number of connections."),
-    # Listeners and security: per-broker only
+    # Listeners and security: per-broker only. advertised.listeners is read-only since Kafka 4.0 (KAFKA-18405
+    # removed it from DynamicListenerConfig.ReconfigurableConfigs): it is listed with the static keys below.
     _k("listeners", T.STRING, "PLAINTEXT://:9092", None, HIGH, PB,
        "Listener List - Comma-separated list of URIs we will listen on and the listener names."),
-    _k("advertised.listeners", T.STRING, None, None, HIGH, PB,
-       "Listeners to publish for clients to use, if different than the listeners config property."),
     _k("listener.security.protocol.map", T.STRING, DEFAULT_PROTOCOL_MAP, None, LOW, PB,
        "Map between listener names and security protocols."),
     _k("principal.builder.class", T.CLASS, DEFAULT_PRINCIPAL_BUILDER, None, MEDIUM, PB,
@@ -239,6 +238,13 @@ _KEYS: Final = (
        "The maximum number of bytes that can be fetched from remote storage to local storage per second."),
     _k("remote.list.offsets.request.timeout.ms", T.LONG, "30000", _ge(1), MEDIUM, CW,
        "The maximum time the server waits for a remote list offsets request to complete."),
+    # Remote log thread pools: dynamic since Kafka 4.0 (KAFKA-17928), checked like the other thread pools
+    _k("remote.log.manager.copier.thread.pool.size", T.INT, "10", _ge(1), MEDIUM, CW,
+       "Size of the thread pool used in scheduling tasks to copy segments."),
+    _k("remote.log.manager.expiration.thread.pool.size", T.INT, "10", _ge(1), MEDIUM, CW,
+       "Size of the thread pool used in scheduling tasks to clean up the expired remote log segments."),
+    _k("remote.log.reader.threads", T.INT, "10", _ge(1), MEDIUM, CW,
+       "Size of the thread pool that is allocated for handling remote log reads."),
     # Broker quotas: dynamic only, not in server.properties (DynamicConfig.Broker)
     _k("leader.replication.throttled.rate", T.LONG, LONG_MAX, _ge(0), MEDIUM, CW,
        "A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in the "
@@ -266,6 +272,8 @@ _KEYS: Final = (
        "The maximum amount of time the client will wait for the response of a request."),
     _k("controller.listener.names", T.STRING, None, None, HIGH, RO,
        "A comma-separated list of the names of the listeners used by the controller."),
+    _k("advertised.listeners", T.STRING, None, None, HIGH, RO,
+       "Listeners to publish for clients to use, if different than the listeners config property."),
     _k("controller.quorum.voters", T.LIST, "", None, HIGH, RO,
        "Map of id/endpoint information for the set of voters in a comma-separated list of {id}@{host}:{port} "
        "entries."),
@@ -316,6 +324,8 @@ _KEYS: Final = (
        "running in KRaft mode. Only applies to controllers."),
     _k("broker.heartbeat.interval.ms", T.INT, "2000", None, MEDIUM, RO,
        "The length of time in milliseconds between broker heartbeats. Used when running in KRaft mode."),
+    _k("max.request.partition.size.limit", T.INT, "2000", _ge(1), LOW, RO,
+       "The maximum number of partitions can be served in one request."),
 )  # fmt: skip
 
 BROKER_CONFIGS: Final[Mapping[str, ConfigKey]] = MappingProxyType({k.name: k for k in _KEYS})
@@ -446,6 +456,8 @@ def dynamic_layer(configs: Mapping[str, str], *, cluster_default: bool) -> dict[
 
 _THREAD_POOLS: Final = (
     "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads",
+    "remote.log.manager.copier.thread.pool.size", "remote.log.manager.expiration.thread.pool.size",
+    "remote.log.reader.threads",
 )  # fmt: skip
 _CLEANER_CONFIGS: Final = (
     "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",

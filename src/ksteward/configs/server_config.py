@@ -98,6 +98,8 @@ class ServerConfig:
     # KIP-595 / KIP-853: the static voter set, and the addresses that only discover the leader.
     quorum_voters: tuple[QuorumVoter, ...] = ()
     quorum_bootstrap_servers: tuple[tuple[str, int], ...] = ()
+    # KIP-966: the most partitions one DescribeTopicPartitions response may hold.
+    max_request_partition_size_limit: int = 2000
 
     @property
     def is_broker_only(self) -> bool:
@@ -435,4 +437,5 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         read_your_writes_timeout_ms=_int(props, "ksteward.read.your.writes.timeout.ms", 30_000, minimum=0),
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
+        max_request_partition_size_limit=_int(props, "max.request.partition.size.limit", 2000, minimum=1),
     )

@@ -18,6 +18,7 @@ from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.features import FeatureUpdate, update_features
 from ksteward.controller.membership import (
     ClusterControlManager,
     HeartbeatReply,
@@ -180,6 +181,13 @@ class Controller:
         """AlterClientQuotas: one result per distinct entity; the records of every valid entity in one
         batch, none with ``validate_only``."""
         result = alter_client_quotas(self.writer.latest.client_quotas, alterations)
+        return await self._commit(result, validate_only=validate_only)
+
+    @_event
+    async def update_features(self, updates: Sequence[FeatureUpdate], *, validate_only: bool) -> ApiError:
+        """UpdateFeatures (Kafka's ``QuorumController.updateFeatures``): one outcome for the whole request; the
+        FeatureLevelRecords as one batch, none with ``validate_only`` or on any failure."""
+        result = update_features(self.writer.latest, self.configs.node_id, updates)
         return await self._commit(result, validate_only=validate_only)
 
     @_event

@@ -93,6 +93,12 @@ def _metadata(body: Any, error: Values) -> Values:
     return {"brokers": [], "cluster_id": None, "controller_id": -1, "topics": topics, **error}
 
 
+def _describe_topic_partitions(body: Any, error: Values) -> Values:
+    """Kafka's ``DescribeTopicPartitionsRequest.getErrorResponse``: each listed topic, with no id or partition."""
+    return {"topics": [{"error_code": error["error_code"], "name": t.name, "topic_id": None, "is_internal": False,
+                        "partitions": []} for t in body.topics]}  # fmt: skip
+
+
 _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.METADATA: _metadata,
     ApiKey.API_VERSIONS: _top_level(api_keys=[]),
@@ -109,9 +115,12 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.UPDATE_FEATURES: _top_level(results=[]),
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),
+    ApiKey.LIST_CONFIG_RESOURCES: _top_level(config_resources=[]),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ksteward.broker.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
 from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
+from ksteward.broker.config_resources import handle_list_config_resources
 from ksteward.broker.configs import (
     handle_alter_configs,
     handle_controller_alter_configs,
@@ -18,9 +19,11 @@ from ksteward.broker.configs import (
 )
 from ksteward.broker.context import ApiSpec, ApiTable
 from ksteward.broker.envelope import handle_envelope
+from ksteward.broker.features import handle_update_features
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
 from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
+from ksteward.broker.topic_partitions import handle_describe_topic_partitions
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
@@ -38,6 +41,7 @@ _COMMON = [
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
+    ApiSpec(ApiKey.UPDATE_FEATURES, 0, 2, handle_update_features),  # brokers forward it (KIP-590)
 ]
 
 # The config alters: a broker preprocesses them before the controller's part (KafkaApis); a controller listener
@@ -64,8 +68,17 @@ _MEMBERSHIP = [
 ]
 
 
+# Brokers only: these APIs' listeners are ["broker"] in Kafka's message schemas (ApiMessageType), so a controller
+# listener neither serves nor advertises them.
+_BROKER_ONLY = [
+    ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata),
+    ApiSpec(ApiKey.LIST_CONFIG_RESOURCES, 0, 1, handle_list_config_resources),
+    ApiSpec(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle_describe_topic_partitions),
+]
+
+
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, ApiSpec(ApiKey.METADATA, 0, 13, handle_metadata)])
+    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_ONLY])
 
 
 # KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch

@@ -241,7 +241,7 @@ class BrokerServer(Server):
         async def handle(node: Node, ctx: RequestContext, request: Any) -> Any:
             response = await handle_api_versions(node, ctx, request)
             advertised = manager.advertised_api_versions(dict(ctx.api_table.served))
-            values = api_versions_values(ctx.api_table, node, response.error_code)
+            values = api_versions_values(ctx.api_table, node, response.error_code, ctx.api_version)
             values["api_keys"] = [
                 {"api_key": key, "min_version": low, "max_version": high}
                 for key, (low, high) in sorted(advertised.items())

@@ -56,11 +56,12 @@ CLUSTER_WIDE = LOG_DEFAULTS | {
     "transaction.partition.verification.enable", "remote.log.index.file.cache.total.size.bytes",
     "remote.fetch.max.wait.ms", "remote.log.manager.copy.max.bytes.per.second",
     "remote.log.manager.fetch.max.bytes.per.second", "remote.list.offsets.request.timeout.ms",
-    "leader.replication.throttled.rate", "follower.replication.throttled.rate",
+    "remote.log.manager.copier.thread.pool.size", "remote.log.manager.expiration.thread.pool.size",
+    "remote.log.reader.threads", "leader.replication.throttled.rate", "follower.replication.throttled.rate",
     "replica.alter.log.dirs.io.max.bytes.per.second",
 }  # fmt: skip
 PER_BROKER = DYNAMIC_SECURITY_CONFIGS | {
-    "listeners", "advertised.listeners", "listener.security.protocol.map", "principal.builder.class",
+    "listeners", "listener.security.protocol.map", "principal.builder.class",
     "ssl.protocol", "ssl.provider", "ssl.cipher.suites", "ssl.enabled.protocols", "ssl.keymanager.algorithm",
     "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm", "ssl.secure.random.implementation",
     "ssl.client.auth", "ssl.engine.factory.class", "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config",

@@ -287,6 +287,14 @@ THREADS = (
          "num.io.threads=17, value should not be greater than double the current value 8"),
         ({"num.io.threads": "8"}, {"num.io.threads": "3"}, "Dynamic thread count update validation failed for "
          "num.io.threads=3, value should be at least half the current value 8"),
+        # the remote log pools, dynamic since Kafka 4.0 (KAFKA-17928), from their default of 10
+        ({}, {"remote.log.reader.threads": "20"}, None),
+        ({}, {"remote.log.manager.copier.thread.pool.size": "21"}, "Dynamic thread count update validation failed "
+         "for remote.log.manager.copier.thread.pool.size=21, value should not be greater than double the current "
+         "value 10"),
+        ({}, {"remote.log.manager.expiration.thread.pool.size": "4"}, "Dynamic thread count update validation "
+         "failed for remote.log.manager.expiration.thread.pool.size=4, value should be at least half the current "
+         "value 10"),
         # num.replica.fetchers has no ConfigDef bound, so only this check stops 0 (the others fail earlier)
         ({}, {"num.replica.fetchers": "0"}, "Dynamic thread count update validation failed for "
          "num.replica.fetchers=0, value should be at least 1"),
