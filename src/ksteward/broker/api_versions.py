@@ -7,6 +7,7 @@ with UNSUPPORTED_VERSION and the supported list, so the client can retry at a ve
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -15,7 +16,9 @@ from ksteward.broker.context import ApiTable, Node, RequestContext
 from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import response_class
+from ksteward.protocol.codec import PreEncoded, answer_frame, encode_response_body, response_class
+
+_CACHED_ANSWERS = 32  # per listener table: a few versions and errors of the current image
 
 # Kafka's ApiVersionsRequest.isValid: client software name and version from v3 on.
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
@@ -52,11 +55,38 @@ def unsupported_version_response(table: ApiTable, node: Node) -> Any:
     )
 
 
-async def handle_api_versions(node: Node, ctx: RequestContext, request: Any) -> Any:
-    cls = response_class(ApiKey.API_VERSIONS, ctx.api_version)
-    error = ErrorCode.none
+async def handle_api_versions(node: Node, ctx: RequestContext, request: Any) -> PreEncoded:
+    return api_versions_answer(node, ctx, request_error(ctx, request))
+
+
+def request_error(ctx: RequestContext, request: Any) -> ErrorCode:
+    """INVALID_REQUEST for a v3+ request whose client software name or version Kafka would refuse."""
     if ctx.api_version >= 3 and not (
         _SOFTWARE.match(request.client_software_name or "") and _SOFTWARE.match(request.client_software_version or "")
     ):
-        error = ErrorCode.invalid_request
-    return build(cls, api_versions_values(ctx.api_table, node, error, ctx.api_version))
+        return ErrorCode.invalid_request
+    return ErrorCode.none
+
+
+def api_versions_answer(
+    node: Node, ctx: RequestContext, error: ErrorCode, api_ranges: Mapping[int, tuple[int, int]] | None = None
+) -> PreEncoded:
+    """The encoded answer: the listener's table's ranges, or ``api_ranges`` (a broker advertising the controller's
+    ranges for the APIs it forwards).
+
+    Every client asks at every connection, and encoding the answer costs more than serving a small Metadata
+    request, so the body is kept on the listener's table: it depends only on the ranges, the version, the error
+    and the image (its finalized features, and their epoch: the image's offset)."""
+    ranges = None if api_ranges is None else tuple(sorted(api_ranges.items()))
+    key = (ctx.api_version, error, node.image.offset, ranges)
+    answers = ctx.api_table.answers
+    body = answers.get(key)
+    if body is None:
+        if len(answers) >= _CACHED_ANSWERS:  # older images' answers: never asked for again
+            answers.clear()
+        values = api_versions_values(ctx.api_table, node, error, ctx.api_version)
+        if ranges is not None:
+            values["api_keys"] = [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in ranges]
+        cls = response_class(ApiKey.API_VERSIONS, ctx.api_version)
+        body = answers[key] = encode_response_body(build(cls, values))
+    return PreEncoded(answer_frame(ctx.correlation_id, body, flexible_header=False), (int(error),))

@@ -6,7 +6,7 @@ the dependency points down: ``server`` -> ``broker``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -93,6 +93,8 @@ class ApiTable:
     def __init__(self, specs: list[ApiSpec]) -> None:
         self._specs = {s.api_key: s for s in specs}
         self.served: Mapping[int, tuple[int, int]] = {s.api_key: (s.min_version, s.max_version) for s in specs}
+        #: Encoded answers that depend only on this table and the metadata image (ApiVersions), by the handler's key.
+        self.answers: dict[Hashable, bytes] = {}
 
     def spec(self, api_key: int) -> ApiSpec:
         return self._specs[api_key]

@@ -175,6 +175,21 @@ def encode_response(
     return frame(out.getvalue())
 
 
+def encode_response_body(response: Any) -> bytes:
+    """A response's body alone (no size, no header): what a cache of answers keeps (``answer_frame``)."""
+    cls: Any = type(response)
+    out = io.BytesIO()
+    _writer(cls)(out, response)
+    return out.getvalue()
+
+
+def answer_frame(correlation_id: int, body: bytes, *, flexible_header: bool) -> bytes:
+    """A response frame around a body from ``encode_response_body``: size, correlation id, and an empty tagged
+    field section when the header is v1 (flexible)."""
+    header = _CORRELATION_ID.pack(correlation_id) + (b"\x00" if flexible_header else b"")
+    return frame(header + body)
+
+
 # --- the client side: what ksteward sends as a client (to a controller, or as the admin client) --------------
 
 

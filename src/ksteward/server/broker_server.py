@@ -24,7 +24,7 @@ from typing import Any
 
 from prometheus_client.registry import Collector
 
-from ksteward.broker.api_versions import api_versions_values, handle_api_versions
+from ksteward.broker.api_versions import api_versions_answer, request_error
 from ksteward.broker.context import ApiSpec, ApiTable, Node, RequestContext
 from ksteward.broker.forwarding import ForwardingManager
 from ksteward.configs.catalog import ConfigResourceType
@@ -34,8 +34,6 @@ from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.meta_properties import FILE_NAME, MetaPropertiesError, ensure_meta_properties
 from ksteward.protocol.apis import ApiKey
-from ksteward.protocol.build import build
-from ksteward.protocol.codec import response_class
 from ksteward.server.api_table import broker_api_table
 from ksteward.server.app import Server, StartupError
 from ksteward.server.broker_lifecycle import BrokerLifecycle
@@ -239,14 +237,8 @@ class BrokerServer(Server):
         manager = self._forwarding
 
         async def handle(node: Node, ctx: RequestContext, request: Any) -> Any:
-            response = await handle_api_versions(node, ctx, request)
             advertised = manager.advertised_api_versions(dict(ctx.api_table.served))
-            values = api_versions_values(ctx.api_table, node, response.error_code, ctx.api_version)
-            values["api_keys"] = [
-                {"api_key": key, "min_version": low, "max_version": high}
-                for key, (low, high) in sorted(advertised.items())
-            ]
-            return build(response_class(ApiKey.API_VERSIONS, ctx.api_version), values)
+            return api_versions_answer(node, ctx, request_error(ctx, request), advertised)
 
         specs = [
             ApiSpec(s.api_key, s.min_version, s.max_version, handle) if s.api_key == ApiKey.API_VERSIONS else s
