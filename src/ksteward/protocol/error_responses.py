@@ -107,12 +107,21 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _top_level(entries=None),
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
+    # Kafka's getErrorResponse of each: User:ANONYMOUS and -1 timestamps for a create, 0 for renew and expire.
+    ApiKey.CREATE_DELEGATION_TOKEN: _top_level(
+        principal_type="User", principal_name="ANONYMOUS", token_requester_principal_type="User",
+        token_requester_principal_name="ANONYMOUS", issue_timestamp=-1, expiry_timestamp=-1, max_timestamp=-1,
+        token_id="", hmac=b"",
+    ),
+    ApiKey.RENEW_DELEGATION_TOKEN: _top_level(expiry_timestamp=0),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: _top_level(expiry_timestamp=0),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: _top_level(tokens=[]),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),
-}
+}  # fmt: skip
 
 
 def error_values(api_key: int, body: Any, code: ErrorCode = ErrorCode.unknown_server_error) -> Values | None:
