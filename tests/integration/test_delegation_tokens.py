@@ -17,6 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from clients import Auth, kafka_python_admin
 from harness import KstewardServer, ksteward_cli, wait_for
 from rawkafka import RawConnection, Response, connect
 
@@ -245,6 +246,18 @@ def test_an_expired_token_is_refused_and_swept_and_secrets_stay_out_of_logs_and_
     assert f"Delegation token expired for token: {brief.token_id}" in log
     for secret in secrets:
         assert secret not in log
+    # DescribeConfigs, through kafka-python, hides the key as Kafka hides a PASSWORD config.
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    kp = kafka_python_admin(server.bootstrap, Auth("PLAIN", "admin", "admin-secret"))
+    try:
+        described = kp.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all")
+    finally:
+        kp.close()
+    entries = {name: entry for resources in described.values() for r in resources.values() for name, entry in r.items()}
+    key_entry = entries["delegation.token.secret.key"]
+    assert (key_entry["is_sensitive"], key_entry["value"], key_entry["read_only"]) == (True, None, True)
+    assert entries["delegation.token.expiry.check.interval.ms"]["value"] == "200"
     server.stop()
     dump = ksteward_cli("metadata", "dump", str(server.data_dir))
     assert dump.returncode == 0, dump.stderr
