@@ -268,6 +268,11 @@ def test_an_expired_token_is_refused_and_swept_and_secrets_stay_out_of_logs_and_
     removals = [p["data"] for p in payloads if p.get("type") == "REMOVE_DELEGATION_TOKEN_RECORD"]
     assert tokens and all(set(d.values()) == {"[hidden]"} for d in tokens)
     assert removals == [{"tokenId": "[hidden]"}]
+    # The token outlives a restart: the image is rebuilt from the snapshot and the log.
+    server.start()
+    conn, login = token_login(server, lasting.token_id, lasting.hmac)
+    with conn:
+        assert int(login.body.error_code) == NONE
 
 
 def test_tokens_are_disabled_without_a_secret_key_and_refused_on_plaintext(server_factory: Any) -> None:
