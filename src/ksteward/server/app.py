@@ -423,7 +423,7 @@ class Server:
                     auth.remove_acl(record.id, offset=image.offset)
 
     def _token_settings(self) -> DelegationTokenSettings:
-        """The ``delegation.token.*`` keys; a bad value stops the start with one line naming the key, never a value."""
+        """The ``delegation.token.*`` keys; a bad value stops the start with one line naming the key."""
         try:
             return DelegationTokenSettings.from_config(self._config.static)
         except ValueError as exc:
