@@ -34,7 +34,8 @@ from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.schema_walk import check_message
 from ksteward.server.api_table import broker_api_table, controller_api_table
 
-SERVED_KEYS = [3, 17, 18, 36, 50, 51, 57, 60, 74, 75]
+SERVED_KEYS = [3, 17, 18, 36, 38, 39, 40, 41, 50, 51, 57, 60, 74, 75]
+TOKEN_KEYS = {38, 39, 40, 41}  # the delegation-token APIs, enabled on the fuzzed servers
 SMALL_MAX = 4096
 
 
@@ -44,7 +45,7 @@ def fuzz_server(tmp_path_factory: pytest.TempPathFactory, request: pytest.Fixtur
     server = KstewardServer(
         tmp_path_factory.mktemp(f"fuzz-{template}"),
         template,
-        {"socket.request.max.bytes": str(SMALL_MAX)},
+        {"socket.request.max.bytes": str(SMALL_MAX), "delegation.token.secret.key": "fuzz-key"},
         name=f"fuzz-{template}",
     )
     try:
@@ -155,6 +156,7 @@ def test_every_oversized_length_is_refused_before_kio_reads_it(table: ApiTable) 
                 with pytest.raises(InvalidRequestError):
                     check_message(mutation.payload, 0, (cls.__header_schema__, cls))
     assert tried > 1000
+    assert TOKEN_KEYS & set(table.served) == (TOKEN_KEYS if ApiKey.METADATA in table.served else TOKEN_KEYS - {41})
 
 
 class _WellBehavedClient:

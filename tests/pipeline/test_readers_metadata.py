@@ -132,3 +132,21 @@ def test_leader_change_batches_and_the_quorum_state_file_are_skipped(spark: Spar
     assert [d["payload"].get("controlType") for d in dumped if "payload" in d] == [
         "LEADER_CHANGE", None, "LEADER_CHANGE", None,
     ]  # fmt: skip
+
+
+def test_delegation_token_records_are_hidden_whole(spark: SparkSession, tmp_path: Path) -> None:
+    """As Kafka's metadata tools redact a delegation token (MetadataNodeRedactionCriteria): its id is the SCRAM
+    user name that, with delegation.token.secret.key, gives the token's password."""
+    from ksteward.metadata.records import DelegationTokenRecord, RemoveDelegationTokenRecord
+
+    token_id = "5e1f0c62-token-id-9d2b"
+    token = DelegationTokenRecord(owner="User:alice", requester="User:admin", renewers=("User:bob",),
+                                  issue_timestamp=1, max_timestamp=3, expiration_timestamp=2,
+                                  token_id=token_id)  # fmt: skip
+    data = tmp_path / "data"
+    write_history(data, [(1_000, [token]), (2_000, [RemoveDelegationTokenRecord(token_id=token_id)])])
+    rows = read_metadata(spark, data).frame.orderBy("offset").collect()
+    assert [r.record_type for r in rows] == ["DelegationTokenRecord", "RemoveDelegationTokenRecord"]
+    assert token_id not in "".join(r.payload for r in rows)
+    assert set(json.loads(rows[0].payload)["data"].values()) == {"[hidden]"}
+    assert json.loads(rows[1].payload)["data"] == {"tokenId": "[hidden]"}

@@ -89,6 +89,15 @@ REQUESTS: dict[int, dict[str, Any]] = {
         "entries": [{"entity": [{"entity_type": "user", "entity_name": None}], "ops": []}],
         "validate_only": False,
     },
+    ApiKey.CREATE_DELEGATION_TOKEN: {
+        "owner_principal_type": None,
+        "owner_principal_name": None,
+        "renewers": [],
+        "max_lifetime": timedelta(hours=1),
+    },
+    ApiKey.RENEW_DELEGATION_TOKEN: {"hmac": b"h", "renew_period": timedelta(hours=1)},
+    ApiKey.EXPIRE_DELEGATION_TOKEN: {"hmac": b"h", "expiry_time_period": timedelta(hours=1)},
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: {"owners": None},
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": None},
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
     ApiKey.UPDATE_FEATURES: {

@@ -17,6 +17,7 @@ from ksteward.protocol.sasl import (
     ScramCredential,
     ScramMechanism,
     ScramServer,
+    TokenCredential,
     UnsupportedSaslMechanismError,
     credential_from_password,
     credential_from_salted_password,
@@ -369,11 +370,48 @@ def test_failure_reasons_for_the_server_log(client_first: bytes, reason: str) ->
 
 
 @pytest.mark.parametrize("value", ["true", "TRUE", "True"])
-def test_delegation_token_authentication_is_rejected(value: str) -> None:
+def test_delegation_token_authentication_is_refused_when_tokens_are_disabled(value: str) -> None:
     server = alice_server()
     error = fail_message(server, f"n,,n=alice,r=abc,tokenauth={value}".encode())
     assert str(error) == GENERIC_256
-    assert error.reason == "delegation token authentication is not supported"
+    assert error.reason == "delegation token authentication is not enabled"
+
+
+TOKEN_PASSWORD = base64.b64encode(b"h" * 64).decode()  # a token's password: the base64 of its HMAC
+TOKEN = TokenCredential(
+    owner="alice", requester="User:admin", credential=credential_from_password(SHA256, TOKEN_PASSWORD)
+)
+
+
+def token_server() -> ScramServer:
+    return ScramServer(SHA256, CREDENTIALS[SHA256].get, token_lookup={"token-1": TOKEN}.get)
+
+
+def test_a_token_login_becomes_its_owner_and_is_marked() -> None:
+    server = token_server()
+    first_bare = b"n=token-1,r=abc,tokenauth=true"
+    server_first = server.step(b"n,," + first_bare)
+    assert server.step(client_final(SHA256, TOKEN_PASSWORD, first_bare, server_first)).startswith(b"v=")
+    assert server.complete and server.authorization_id == "alice" and server.username == "token-1"
+    assert server.token_authenticated and server.token_requester == "User:admin"
+    assert "h" * 8 not in repr(TOKEN) and TOKEN_PASSWORD not in repr(TOKEN)
+
+
+def test_a_user_login_on_a_token_enabled_server_is_not_a_token_login() -> None:
+    server = token_server()
+    server_first = server.step(b"n,,n=alice,r=abc")
+    assert server.step(client_final(SHA256, "alice-secret", b"n=alice,r=abc", server_first)).startswith(b"v=")
+    assert server.authorization_id == "alice" and not server.token_authenticated and server.token_requester is None
+
+
+@pytest.mark.parametrize(("user", "password"), [("token-2", TOKEN_PASSWORD), ("token-1", "wrong"),
+                                                ("alice", "alice-secret")])  # fmt: skip
+def test_an_unknown_token_a_wrong_hmac_or_a_user_name_fails_at_client_final(user: str, password: str) -> None:
+    server = token_server()
+    first_bare = f"n={user},r=abc,tokenauth=true".encode()
+    server_first = server.step(b"n,," + first_bare)  # a decoy for an unknown token, as for an unknown user
+    error = fail_message(server, client_final(SHA256, password, first_bare, server_first))
+    assert str(error) == GENERIC_256 and not server.token_authenticated
 
 
 def test_stored_credential_below_minimum_iterations_is_refused() -> None:

@@ -38,6 +38,8 @@ class RequestContext:
     api_table: ApiTable
     correlation_id: int = 0
     authorizations: AuthorizationCounts | None = None  # set when the node serves metrics
+    token_authenticated: bool = False  # logged in with a delegation token (Kafka's KafkaPrincipal.tokenAuthenticated)
+    forwarded: bool = False  # run from a broker's Envelope (Kafka's RequestChannel.Request.isForwarded)
 
 
 class Node(Protocol):

@@ -131,6 +131,8 @@ def _unwrap(ctx: RequestContext, request: Any) -> tuple[Request, RequestContext]
     inner_ctx = dataclasses.replace(
         ctx,
         principal=str(principal),
+        token_authenticated=principal.token_authenticated,
+        forwarded=True,
         client_host=client_host,
         client_id=inner.client_id,
         api_key=inner.api_key,

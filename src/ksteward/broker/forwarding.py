@@ -135,6 +135,7 @@ class ClientRequest:
     body: Any  # the decoded body: the error responses name its entries
     principal: str  # "User:alice"
     client_host: str  # Java text form (ksteward.protocol.addresses.java_host_address)
+    token_authenticated: bool = False  # the client logged in with a delegation token (the principal serde's flag)
 
 
 class Outcome(enum.Enum):
@@ -199,7 +200,9 @@ class ForwardingManager:
         Raises ValueError if its principal or client address cannot go in an Envelope."""
         envelope = EnvelopeRequest(
             request_data=request.payload,
-            request_principal=serialize_principal(KafkaPrincipal.parse(request.principal)),
+            request_principal=serialize_principal(
+                KafkaPrincipal.parse(request.principal, token_authenticated=request.token_authenticated)
+            ),
             client_host_address=client_address_bytes(request.client_host),
         )
         request_id = next(self._request_ids)

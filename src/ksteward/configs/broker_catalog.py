@@ -317,6 +317,16 @@ _KEYS: Final = (
     _k("connections.max.idle.ms", T.LONG, "600000", None, MEDIUM, RO,
        "Idle connections timeout: the server socket processor threads close the connections that idle more "
        "than this."),
+    # Delegation tokens (KIP-48; Kafka's DelegationTokenManagerConfigs): read-only, as in Kafka.
+    _k("delegation.token.secret.key", T.PASSWORD, None, None, MEDIUM, RO,
+       "Secret key to generate and verify delegation tokens. The same key must be configured across all the "
+       "brokers and controllers. If the key is not set or set to empty string, delegation token support is disabled."),
+    _k("delegation.token.max.lifetime.ms", T.LONG, "604800000", _ge(1), MEDIUM, RO,
+       "The token has a maximum lifetime beyond which it cannot be renewed anymore. Default value 7 days."),
+    _k("delegation.token.expiry.time.ms", T.LONG, "86400000", _ge(1), MEDIUM, RO,
+       "The token validity time in milliseconds before the token needs to be renewed. Default value 1 day."),
+    _k("delegation.token.expiry.check.interval.ms", T.LONG, "3600000", _ge(1), LOW, RO,
+       "Scan interval to remove expired delegation tokens."),
     _k("sasl.server.max.receive.size", T.INT, "524288", None, MEDIUM, RO,
        "The maximum receive size allowed before and during initial SASL authentication."),
     _k("broker.session.timeout.ms", T.INT, "9000", None, HIGH, RO,

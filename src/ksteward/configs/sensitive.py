@@ -46,13 +46,25 @@ __all__ = [
 
 _NEVER_SECRET: Final = frozenset({ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS})
 
-# Metadata record apiKeys that can carry a secret: ConfigRecord (a config value) and
-# UserScramCredentialRecord (a SCRAM salt and keys).
+# Metadata record apiKeys that can carry a secret: ConfigRecord (a config value), UserScramCredentialRecord (a
+# SCRAM salt and keys), and the delegation-token records, which Kafka's metadata tools redact whole
+# (MetadataNodeRedactionCriteria.Normal.shouldRedactDelegationToken): the token id is the SCRAM user name that,
+# with delegation.token.secret.key, gives the token's password.
 _CONFIG_RECORD: Final = 4
+_DELEGATION_TOKEN_RECORD: Final = 10
 _USER_SCRAM_CREDENTIAL_RECORD: Final = 11
-SECRET_BEARING_RECORD_TYPES: Final = frozenset({_CONFIG_RECORD, _USER_SCRAM_CREDENTIAL_RECORD})
+_REMOVE_DELEGATION_TOKEN_RECORD: Final = 26
+SECRET_BEARING_RECORD_TYPES: Final = frozenset(
+    {_CONFIG_RECORD, _DELEGATION_TOKEN_RECORD, _USER_SCRAM_CREDENTIAL_RECORD, _REMOVE_DELEGATION_TOKEN_RECORD}
+)
 """A record of these apiKeys that cannot be decoded must not be shown as raw bytes either."""
 _SCRAM_SECRET_FIELDS: Final = ("salt", "storedKey", "serverKey")
+_TOKEN_FIELDS: Final = {
+    _DELEGATION_TOKEN_RECORD: (
+        "owner", "requester", "renewers", "issueTimestamp", "maxTimestamp", "expirationTimestamp", "tokenId",
+    ),
+    _REMOVE_DELEGATION_TOKEN_RECORD: ("tokenId",),
+}  # fmt: skip
 
 
 def is_sensitive(resource_type: ConfigResourceType, name: str) -> bool:
@@ -82,10 +94,12 @@ def loggable_configs(resource_type: ConfigResourceType, configs: Mapping[str, st
 def redact_record_json(api_key: int, data: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of a metadata record's Kafka-JSON ``data`` with its secrets replaced by ``[hidden]``: a
     ConfigRecord's value when :func:`is_sensitive` says so for its ``resourceType`` and ``name`` (Kafka's
-    ``KafkaConfigSchema.isSensitive(ConfigRecord)``), a UserScramCredentialRecord's salt and keys."""
+    ``KafkaConfigSchema.isSensitive(ConfigRecord)``), a UserScramCredentialRecord's salt and keys, every field of
+    a DelegationTokenRecord and the id of a RemoveDelegationTokenRecord."""
     out = dict(data)
-    if api_key == _USER_SCRAM_CREDENTIAL_RECORD:
-        for field in _SCRAM_SECRET_FIELDS:
+    hidden_fields = _SCRAM_SECRET_FIELDS if api_key == _USER_SCRAM_CREDENTIAL_RECORD else _TOKEN_FIELDS.get(api_key)
+    if hidden_fields is not None:
+        for field in hidden_fields:
             if field in out:
                 out[field] = HIDDEN
     elif api_key == _CONFIG_RECORD:

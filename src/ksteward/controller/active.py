@@ -18,6 +18,7 @@ from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
+from ksteward.controller.delegation_tokens import CreatedToken, DelegationTokenControlManager, TokenExpiry
 from ksteward.controller.features import FeatureUpdate, update_features
 from ksteward.controller.membership import (
     ClusterControlManager,
@@ -87,6 +88,7 @@ class Controller:
         self.mutation_quotas = MutationQuotas()  # KIP-599 buckets
         self.topics = topics or TopicControlManager()
         self.configs = configs or ConfigControlManager(node_id=1, static={})
+        self.delegation_tokens = DelegationTokenControlManager()  # disabled until the node sets its settings
         #: Called with each event's processing time in ms (the metrics' EventQueueProcessingTimeMs), if set.
         self.on_event_processed: Callable[[float], None] | None = None
         self.timer: Callable[[], float] = time.perf_counter
@@ -193,3 +195,21 @@ class Controller:
     @_event
     async def alter_user_scram_credentials(self, request: Any) -> list[ScramAlterationResult]:
         return await self._commit(alter_user_scram_credentials(self.writer.latest, request))
+
+    @_event
+    async def create_delegation_token(self, principal: str, request: Any) -> CreatedToken:
+        """CreateDelegationToken (38) for ``principal``, after the API's checks (``broker.delegation_tokens``)."""
+        return await self._commit(self.delegation_tokens.create(principal, request))
+
+    @_event
+    async def renew_delegation_token(self, principal: str, token_hmac: bytes, period_ms: int) -> TokenExpiry:
+        return await self._commit(self.delegation_tokens.renew(self.writer.latest, principal, token_hmac, period_ms))
+
+    @_event
+    async def expire_delegation_token(self, principal: str, token_hmac: bytes, period_ms: int) -> TokenExpiry:
+        return await self._commit(self.delegation_tokens.expire(self.writer.latest, principal, token_hmac, period_ms))
+
+    @_event
+    async def sweep_expired_delegation_tokens(self) -> list[str]:
+        """The periodic expiry sweep: the ids of the tokens it removed."""
+        return await self._commit(self.delegation_tokens.sweep(self.writer.latest))

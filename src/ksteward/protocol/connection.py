@@ -209,6 +209,7 @@ class ServerConnection:
         self._mechanism: PlainServer | ScramServer | None = None
         self._closed: Close | None = None
         self._principal = principal
+        self._token_authenticated = False
 
     @property
     def state(self) -> State:
@@ -222,6 +223,17 @@ class ServerConnection:
     def principal(self) -> str:
         """Who the client is: ``User:<name>`` once logged in."""
         return self._principal
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the login used a delegation token (KIP-48): such a session may not manage tokens."""
+        return self._token_authenticated
+
+    @property
+    def token_requester(self) -> str | None:
+        """Who created the delegation token of a token login (for the log line), else None."""
+        mechanism = self._mechanism
+        return mechanism.token_requester if isinstance(mechanism, ScramServer) else None
 
     def receive_data(self, data: bytes) -> None:
         """Bytes from the peer, in order; ``b""`` when the peer has closed its side."""
@@ -352,7 +364,9 @@ class ServerConnection:
             self._advance(Outcome.LOGIN_FAILED)
             raise
         if self._mechanism.complete:
-            self._principal = f"User:{self._mechanism.username}"
+            # The authorization id: the user, or a delegation token's owner (Kafka's DefaultKafkaPrincipalBuilder).
+            self._principal = f"User:{self._mechanism.authorization_id}"
+            self._token_authenticated = isinstance(self._mechanism, ScramServer) and self._mechanism.token_authenticated
             self._advance(Outcome.LOGGED_IN)
         return challenge
 

@@ -18,6 +18,8 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32Timedelta
 
+from ksteward.protocol.token_responses import RESPONSES as TOKEN_RESPONSES
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteTopicState:
@@ -68,4 +70,4 @@ class DeleteTopicsResponse:
 
 
 REQUESTS: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsRequest}
-RESPONSES: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsResponse}
+RESPONSES: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsResponse, **TOKEN_RESPONSES}

@@ -18,6 +18,13 @@ from ksteward.broker.configs import (
     handle_incremental_alter_configs,
 )
 from ksteward.broker.context import ApiSpec, ApiTable
+from ksteward.broker.delegation_tokens import (
+    handle_controller_create_delegation_token,
+    handle_controller_expire_delegation_token,
+    handle_controller_renew_delegation_token,
+    handle_create_delegation_token,
+    handle_describe_delegation_token,
+)
 from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.features import handle_update_features
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
@@ -62,6 +69,20 @@ _TOPICS = [
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
 ]
 
+# Delegation tokens (KIP-48), in Kafka 4.x's ranges (v0 removed by KIP-896). A broker checks a mutation before
+# the controller runs it; Describe is a broker's only (docs/delegation-tokens.md).
+_BROKER_TOKENS = [
+    ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3, handle_create_delegation_token),
+    ApiSpec(ApiKey.RENEW_DELEGATION_TOKEN, 1, 2, handle_controller_renew_delegation_token),
+    ApiSpec(ApiKey.EXPIRE_DELEGATION_TOKEN, 1, 2, handle_controller_expire_delegation_token),
+    ApiSpec(ApiKey.DESCRIBE_DELEGATION_TOKEN, 1, 3, handle_describe_delegation_token),
+]
+_CONTROLLER_TOKENS = [
+    ApiSpec(ApiKey.CREATE_DELEGATION_TOKEN, 1, 3, handle_controller_create_delegation_token),
+    ApiSpec(ApiKey.RENEW_DELEGATION_TOKEN, 1, 2, handle_controller_renew_delegation_token),
+    ApiSpec(ApiKey.EXPIRE_DELEGATION_TOKEN, 1, 2, handle_controller_expire_delegation_token),
+]
+
 _MEMBERSHIP = [
     ApiSpec(ApiKey.BROKER_REGISTRATION, 0, 4, handle_broker_registration),
     ApiSpec(ApiKey.BROKER_HEARTBEAT, 0, 2, handle_broker_heartbeat),
@@ -78,7 +99,7 @@ _BROKER_ONLY = [
 
 
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_ONLY])
+    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_TOKENS, *_BROKER_ONLY])
 
 
 # KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch
@@ -93,5 +114,5 @@ def controller_api_table() -> ApiTable:
     """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register, heartbeat,
     fetch the metadata log and forward requests in an Envelope (KIP-590) here only: a client listener never
     accepts those (Kafka's ControllerApis)."""
-    specs = [*_COMMON, *_CONTROLLER_CONFIG_ALTERS, *_TOPICS, *_MEMBERSHIP, *_RAFT]
+    specs = [*_COMMON, *_CONTROLLER_CONFIG_ALTERS, *_TOPICS, *_CONTROLLER_TOKENS, *_MEMBERSHIP, *_RAFT]
     return ApiTable([*specs, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])

@@ -28,12 +28,14 @@ from prometheus_client.registry import Collector
 
 from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
+from ksteward.broker.token_logins import TokenLogins
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ConfigError, Endpoint, ServerConfig
 from ksteward.configs.topic_catalog import validate_topic_configs
 from ksteward.controller.active import Controller
 from ksteward.controller.cluster import BrokerRegistration
 from ksteward.controller.configs import ConfigControlManager
+from ksteward.controller.delegation_tokens import DelegationTokenControlManager, DelegationTokenSettings
 from ksteward.controller.membership import ClusterControlManager
 from ksteward.controller.mutation_quota import DEFAULT_SAMPLES, DEFAULT_WINDOW_SECONDS, MutationQuotas
 from ksteward.controller.result import ApiError
@@ -77,6 +79,7 @@ from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.raft_service import RaftService
 from ksteward.server.tasks import cancel_and_wait
 from ksteward.server.tls import server_context
+from ksteward.server.token_sweep import sweep_expired_tokens
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,8 @@ class Server:
         self._policies: Policies | None = None
         self._dir_locks: list[DirectoryLock] = []
         self._session_check: asyncio.Task[None] | None = None
+        self._token_sweep: asyncio.Task[None] | None = None
+        self._token_logins: TokenLogins | None = None
         self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
         self._metrics: NodeMetrics | None = None
@@ -220,6 +225,8 @@ class Server:
         )
         self._controller = Controller(self._committer, topics, configs, membership, clock=time.monotonic)
         self._controller.mutation_quotas = self._mutation_quotas()
+        tokens = self._token_settings()
+        self._controller.delegation_tokens = DelegationTokenControlManager(tokens)
         self._committer.start()
         # The epoch's first record, durable before anything else is written or served: the high watermark
         # then always covers a record of the current epoch (docs/raft.md, "The leader's epoch").
@@ -229,6 +236,9 @@ class Server:
         self._session_check = asyncio.get_running_loop().create_task(
             self._fence_stale_brokers(), name="broker-session-check"
         )
+        if tokens.enabled:
+            sweep = sweep_expired_tokens(self._controller, tokens.expiry_check_interval_ms / 1000)
+            self._token_sweep = asyncio.get_running_loop().create_task(sweep, name="delegation-token-sweep")
         runtimes = self._listener_runtimes()
         for endpoint in cfg.listeners:
             await self._bind(endpoint, runtimes[endpoint.name])
@@ -412,6 +422,13 @@ class Server:
                 with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                     auth.remove_acl(record.id, offset=image.offset)
 
+    def _token_settings(self) -> DelegationTokenSettings:
+        """The ``delegation.token.*`` keys; a bad value stops the start with one line naming the key."""
+        try:
+            return DelegationTokenSettings.from_config(self._config.static)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
+
     def _broker_registration(self) -> BrokerRegistration | None:
         """What this node registers as a broker; None for a controller-only node."""
         cfg = self._config
@@ -430,6 +447,9 @@ class Server:
 
     def _listener_runtimes(self) -> dict[str, ListenerRuntime]:
         cfg = self._config
+        tokens = self._token_settings()
+        if tokens.secret_key:  # SCRAM logins with a delegation token (KIP-48)
+            self._token_logins = TokenLogins(lambda: self.image, tokens.secret_key)
         broker_table: ApiTable = self._client_api_table()
         controller_table: ApiTable = controller_api_table()
         metrics = self._metrics
@@ -481,7 +501,10 @@ class Server:
             )
 
         return Credentials(
-            plain_verify=plain_verifier(users), scram_lookup=scram_lookup, decoy_secret=self._decoy_secret
+            plain_verify=plain_verifier(users),
+            scram_lookup=scram_lookup,
+            decoy_secret=self._decoy_secret,
+            token_lookup=None if self._token_logins is None else self._token_logins.lookup,
         )
 
     async def _bind(self, endpoint: Endpoint, runtime: ListenerRuntime) -> None:
@@ -534,9 +557,10 @@ class Server:
 
     async def stop(self) -> None:
         await self._close_metrics()
-        if self._session_check is not None:
-            with contextlib.suppress(Exception):
-                await cancel_and_wait(self._session_check)
+        for task in (self._session_check, self._token_sweep):
+            if task is not None:
+                with contextlib.suppress(Exception):
+                    await cancel_and_wait(task)
         if self._raft is not None:
             self._raft.shut_down()
         for bound in self._listeners:

@@ -31,6 +31,7 @@ from ksteward.broker.config_forwarding import (
 )
 from ksteward.broker.configs import preprocess_alter
 from ksteward.broker.context import ApiTable, AuthorizationCounts, Node, RequestContext
+from ksteward.broker.delegation_tokens import BROKER_PRECHECKS
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion, Outcome
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
@@ -134,6 +135,7 @@ class Connection:
         # For the request metrics: the last response (entity or PreEncoded) and its wait for the controller.
         self._response: Any = None
         self._remote_ms = 0.0
+        self._token_login_logged = False
         self._authenticated = False  # counted once in socket-server-metrics' successful-authentication-total
 
     async def serve(self) -> None:
@@ -159,6 +161,7 @@ class Connection:
                 started = time.perf_counter() if metrics is not None else 0.0
                 if isinstance(event, AuthenticationReply):
                     response: bytes | None = event.frame
+                    self._note_token_login()
                 else:
                     response = await self._serve(event)
                 self._busy = False
@@ -188,6 +191,14 @@ class Connection:
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
             self.writer.close()
+
+    def _note_token_login(self) -> None:
+        """Log a delegation-token login once, with the token's requester (the session is its owner)."""
+        if self._token_login_logged or not self.protocol.token_authenticated:
+            return
+        self._token_login_logged = True
+        log.info("%s on %s logged in as %s with a delegation token requested by %s", self.peer,
+                 self.listener.name, self.protocol.principal, self.protocol.token_requester)  # fmt: skip
 
     def _record(
         self, metrics: RequestMetrics, request: Request | UnsupportedApiVersionsRequest, started: float, handled: float
@@ -260,8 +271,6 @@ class Connection:
         if offset is not None and not await self._applied(offset):
             return self._answer_every_entry(request, ErrorCode.request_timed_out)
         forward = self.listener.forward
-        if forward is not None and key in FORWARDABLE_API_KEYS and key not in CONFIG_ALTER_API_KEYS:
-            return await self._forward(forward, request)
         ctx = RequestContext(
             principal=self.protocol.principal,
             client_host=self.client_host,
@@ -273,7 +282,15 @@ class Connection:
             api_table=self.listener.table,
             correlation_id=request.correlation_id,
             authorizations=self.listener.authorizations,
+            token_authenticated=self.protocol.token_authenticated,
         )
+        if forward is not None and key in FORWARDABLE_API_KEYS and key not in CONFIG_ALTER_API_KEYS:
+            precheck = BROKER_PRECHECKS.get(key)
+            refusal = None if precheck is None else precheck(self.node, ctx, request.body)
+            if refusal is None:
+                return await self._forward(forward, request)
+            self._keep_for_metrics(refusal)  # refused here, as Kafka's KafkaApis refuses before forwarding
+            return encode_response(key, request.api_version, request.correlation_id, refusal)
         committed = None  # the controller's offset, when a broker rewrote a forwarded config alteration
         try:
             if forward is not None and key in CONFIG_ALTER_API_KEYS:
@@ -337,6 +354,7 @@ class Connection:
             body=request.body,
             principal=self.protocol.principal,
             client_host=self.client_host,
+            token_authenticated=self.protocol.token_authenticated,
         )
         started = time.perf_counter()
         completion = await forward(client)
@@ -367,6 +385,7 @@ class Connection:
                 body=remaining,
                 principal=self.protocol.principal,
                 client_host=self.client_host,
+                token_authenticated=self.protocol.token_authenticated,
             )
             started = time.perf_counter()
             completion = await forward(client)

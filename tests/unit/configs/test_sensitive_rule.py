@@ -10,12 +10,18 @@ from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.sensitive import (
     HIDDEN,
+    SECRET_BEARING_RECORD_TYPES,
     is_sensitive,
     loggable_configs,
     redact_record_json,
     redacted_record_json,
 )
-from ksteward.metadata.records import ConfigRecord, UserScramCredentialRecord
+from ksteward.metadata.records import (
+    ConfigRecord,
+    DelegationTokenRecord,
+    RemoveDelegationTokenRecord,
+    UserScramCredentialRecord,
+)
 
 TOPIC, BROKER, BROKER_LOGGER = ConfigResourceType.TOPIC, ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER
 SECRET = "S3CR3T"
@@ -86,6 +92,15 @@ def test_scram_salts_and_keys_are_hidden_and_other_records_untouched() -> None:
     assert data["salt"] == data["storedKey"] == data["serverKey"] == HIDDEN
     assert (data["name"], data["iterations"]) == ("alice", 4096)
     assert redact_record_json(18, {"resourceName": "orders"}) == {"resourceName": "orders"}
+
+
+def test_delegation_token_records_are_hidden_whole_as_kafkas_metadata_tools_hide_them() -> None:
+    token = DelegationTokenRecord(owner="User:alice", requester="User:admin", renewers=("User:bob",),
+                                  issue_timestamp=1, max_timestamp=3, expiration_timestamp=2,
+                                  token_id="t-1")  # fmt: skip
+    assert set(redacted_record_json(token)["data"].values()) == {HIDDEN}
+    assert redacted_record_json(RemoveDelegationTokenRecord(token_id="t-1"))["data"] == {"tokenId": HIDDEN}
+    assert {10, 26} <= SECRET_BEARING_RECORD_TYPES  # undecodable ones are not shown as bytes either
 
 
 def test_loggable_configs() -> None:

@@ -32,6 +32,7 @@ from ksteward.protocol.sasl.scram import (
     ScramCredential,
     ScramMechanism,
     ScramServer,
+    TokenCredential,
     credential_from_password,
     credential_from_salted_password,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "ScramCredential",
     "ScramMechanism",
     "ScramServer",
+    "TokenCredential",
     "UnsupportedSaslMechanismError",
     "credential_from_password",
     "credential_from_salted_password",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ksteward.protocol.sasl.plain import PLAIN_MECHANISM, PlainServer
-from ksteward.protocol.sasl.scram import ScramCredential, ScramMechanism, ScramServer
+from ksteward.protocol.sasl.scram import ScramCredential, ScramMechanism, ScramServer, TokenCredential
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +18,8 @@ class Credentials:
     # Keeps the decoy salt sent for unknown SCRAM users stable across restarts, so a client cannot
     # tell an unknown user from a known one by watching the salt change.
     decoy_secret: bytes
+    # Delegation tokens by id (KIP-48, SCRAM with tokenauth=true); None: tokens are disabled on this node.
+    token_lookup: Callable[[ScramMechanism, str], TokenCredential | None] | None = None
 
 
 def mechanism_server(mechanism: str, credentials: Credentials) -> PlainServer | ScramServer:
@@ -28,4 +30,10 @@ def mechanism_server(mechanism: str, credentials: Credentials) -> PlainServer | 
     if mechanism == PLAIN_MECHANISM:
         return PlainServer(credentials.plain_verify)
     scram = ScramMechanism.from_name(mechanism)
-    return ScramServer(scram, lambda user: credentials.scram_lookup(scram, user), decoy_secret=credentials.decoy_secret)
+    tokens = credentials.token_lookup
+    return ScramServer(
+        scram,
+        lambda user: credentials.scram_lookup(scram, user),
+        decoy_secret=credentials.decoy_secret,
+        token_lookup=None if tokens is None else lambda token_id: tokens(scram, token_id),
+    )

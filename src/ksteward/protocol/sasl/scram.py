@@ -19,7 +19,10 @@ Kafka's choice leaks information or deviates from the RFC without benefit to any
 * ``c=`` in client-final must be base64 of the gs2 header, and AuthMessage uses the messages' bytes as
   sent; Kafka checks neither and rebuilds both from parsed fields.
 * The reserved ``m=`` extension is rejected (RFC 5802: a server that does not support it MUST fail).
-* ``tokenauth=true`` is rejected: ksteward has no delegation tokens.
+* ``tokenauth=true`` (KIP-48) looks the user name up as a delegation token id (``token_lookup``); the
+  authenticated user is then the token's owner. An unknown or expired token gets the decoy treatment of an
+  unknown user (Kafka fails at client-first with the same generic message). Without ``token_lookup`` (no
+  ``delegation.token.secret.key``) every token login fails.
 * User names may be any UTF-8 (RFC 5802 saslname); Kafka's pattern admits ASCII only.
 """
 
@@ -45,6 +48,7 @@ __all__ = [
     "ScramCredential",
     "ScramMechanism",
     "ScramServer",
+    "TokenCredential",
     "credential_from_password",
     "credential_from_salted_password",
 ]
@@ -110,6 +114,21 @@ class ScramCredential:
     def __repr__(self) -> str:
         # Salt and keys are offline-attack material: they stay out of logs and tracebacks.
         return f"ScramCredential(iterations={self.iterations}, salt=<hidden>, stored_key=<hidden>, server_key=<hidden>)"
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True, repr=False)
+class TokenCredential:
+    """A delegation token as SCRAM sees it (Kafka's ``DelegationTokenCache``): the credential derived from
+    the token's HMAC, and who the login becomes."""
+
+    owner: str  # the owner's principal name: the session is User:<owner> (Kafka's DelegationTokenCache.owner)
+    requester: str  # "User:admin": who created the token, for the login's log line
+    credential: ScramCredential
+
+    def __repr__(self) -> str:
+        return f"TokenCredential(owner={self.owner!r}, requester={self.requester!r}, credential=<hidden>)"
 
     __str__ = __repr__
 
@@ -248,6 +267,7 @@ class _State(enum.Enum):
 
 
 CredentialLookup = Callable[[str], ScramCredential | None]
+TokenLookup = Callable[[str], TokenCredential | None]
 
 # Kafka sends this one verbatim (a SaslAuthenticationException in ScramSaslServer); it is decided
 # from the message alone, so it reveals nothing about the user.
@@ -265,6 +285,7 @@ class ScramServer:
         nonce_factory: Callable[[], str] | None = None,
         reauthentication: bool = False,
         decoy_secret: bytes | None = None,
+        token_lookup: TokenLookup | None = None,
     ) -> None:
         """
         ``lookup`` returns the stored credential for a user name, or None for an unknown user.
@@ -272,9 +293,15 @@ class ScramServer:
         ``reauthentication`` only changes the wording of the failure message, as in Kafka.
         ``decoy_secret`` keys the decoy salts shown to unknown users; pass a persistent secret to keep
         them stable across restarts.
+        ``token_lookup`` returns a live delegation token by id (``tokenauth=true``), None for an unknown or
+        expired one; None itself: delegation tokens are disabled.
         """
         self._mechanism = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        # Who a token login becomes, and who created the token; set once a live token is found.
+        self._token_owner: str | None = None
+        self._token_requester: str | None = None
         self._nonce_factory = nonce_factory or _random_token
         self._failure_message = invalid_credentials_message(mechanism.mechanism_name, reauthentication=reauthentication)
         self._decoy_secret = decoy_secret if decoy_secret is not None else _DECOY_SECRET
@@ -284,6 +311,7 @@ class ScramServer:
         # Exchange state between the two steps; dropped as soon as the exchange ends.
         self._credential: ScramCredential | None = None
         self._unknown_user = False
+        self._token_auth = False  # the client asked for a delegation token login (tokenauth=true)
         self._gs2_header = ""
         self._client_first_bare = b""
         self._server_first = b""
@@ -317,6 +345,16 @@ class ScramServer:
         if self._authorization_id is None:
             raise RuntimeError("Authentication exchange has not completed")
         return self._authorization_id
+
+    @property
+    def token_authenticated(self) -> bool:
+        """Whether the completed login used a delegation token (Kafka's ``KafkaPrincipal.tokenAuthenticated``)."""
+        return self._token_owner is not None and self._state is _State.COMPLETE
+
+    @property
+    def token_requester(self) -> str | None:
+        """Who created the token of a completed token login."""
+        return self._token_requester if self.token_authenticated else None
 
     def step(self, token: bytes) -> bytes:
         """Evaluate one client message and return the server's reply.
@@ -393,14 +431,7 @@ class ScramServer:
             raise SaslAuthenticationError(_AUTHZID_MISMATCH, reason="authorization id differs from username")
         # Kafka reads tokenauth with Boolean.parseBoolean: "true" in any case. Other extensions are
         # ignored, as Kafka ignores them.
-        if extensions.get("tokenauth", "").lower() == "true":
-            raise self._fail("delegation token authentication is not supported")
-
-        try:
-            credential = self._lookup(username)
-        except Exception as exc:
-            # Not chained: the lookup's exception is for the server log and is summarised in reason.
-            raise self._fail(f"credential lookup raised {type(exc).__name__}") from None
+        credential = self._credential_for(username, extensions.get("tokenauth", "").lower() == "true")
         if credential is None:
             credential = self._decoy_credential(username)
             self._unknown_user = True
@@ -416,6 +447,24 @@ class ScramServer:
         self._credential = credential
         self._server_first = f"r={self._nonce},s={_b64(credential.salt)},i={credential.iterations}".encode("ascii")
         return self._server_first
+
+    def _credential_for(self, username: str, token_auth: bool) -> ScramCredential | None:
+        """The stored credential of a user, or of a delegation token (``token_auth``); None when unknown."""
+        self._token_auth = token_auth
+        if token_auth and self._token_lookup is None:
+            raise self._fail("delegation token authentication is not enabled")
+        try:
+            if not token_auth:
+                return self._lookup(username)
+            assert self._token_lookup is not None
+            token = self._token_lookup(username)
+        except Exception as exc:
+            # Not chained: the lookup's exception is for the server log and is summarised in reason.
+            raise self._fail(f"credential lookup raised {type(exc).__name__}") from None
+        if token is None:
+            return None
+        self._token_owner, self._token_requester = token.owner, token.requester
+        return token.credential
 
     def _decoy_credential(self, username: str) -> ScramCredential:
         # Stable per user name, so that repeated probes see the same salt, as they would for a real
@@ -461,10 +510,11 @@ class ScramServer:
         client_key = bytes(p ^ s for p, s in zip(proof, client_signature, strict=True))
         proof_ok = hmac.compare_digest(self._mechanism.hash(client_key), credential.stored_key)
         if self._unknown_user:
-            raise self._fail("unknown user")
+            raise self._fail("unknown or expired delegation token" if self._token_auth else "unknown user")
         if not proof_ok:
             raise self._fail("invalid client proof")
 
         server_signature = self._mechanism.hmac(credential.server_key, auth_message)
-        self._authorization_id = self._username
+        # A token login is its owner (Kafka's ScramSaslServer: authorizationId = tokenCallback.tokenOwner()).
+        self._authorization_id = self._token_owner if self._token_owner is not None else self._username
         return b"v=" + _b64(server_signature).encode("ascii")
