@@ -1,0 +1,54 @@
+"""GroupCommitter: writes that come one at a time are fsynced in line once the thread only added latency, and
+writes that overlap share an fsync in the worker thread again (``ksteward.server.committer``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+
+from kio.static.primitive import i8
+
+from ksteward.metadata.loader import load
+from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.records import AccessControlEntryRecord
+from ksteward.server.committer import INLINE_FLUSHES_PER_PROBE, SOLO_FLUSHES_BEFORE_INLINE, GroupCommitter
+
+LOGGER = logging.getLogger("test")
+
+
+def acl(name: str) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        id=uuid.uuid4(), resource_type=i8(2), resource_name=name, pattern_type=i8(3), principal="User:alice",
+        host="*", operation=i8(3), permission_type=i8(3),
+    )  # fmt: skip
+
+
+def test_one_writer_at_a_time_goes_inline_and_overlapping_writers_share_fsyncs(tmp_path: Path) -> None:
+    async def run() -> tuple[list[bool], int, int, int]:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30)
+        committer.start()
+        resolved_at_once = []
+        for i in range(SOLO_FLUSHES_BEFORE_INLINE + INLINE_FLUSHES_PER_PROBE + 2):
+            future = committer.append([acl(f"solo-{i}")])
+            resolved_at_once.append(future.done())  # in line: durable before append returns
+            await future
+        fsyncs_before = committer.fsyncs
+        burst = [committer.append([acl(f"burst-{i}")]) for i in range(20)]
+        await asyncio.gather(*burst)  # the probe's thread fsync, then one more for the batches behind it
+        burst_fsyncs = committer.fsyncs - fsyncs_before
+        offset = committer.published.offset
+        await committer.close(snapshot=False)
+        log.close()
+        return resolved_at_once, burst_fsyncs, offset, len(burst)
+
+    resolved_at_once, burst_fsyncs, offset, burst = asyncio.run(run())
+    solo = SOLO_FLUSHES_BEFORE_INLINE
+    assert resolved_at_once[:solo] == [False] * solo  # through the worker thread until the pattern is seen
+    assert resolved_at_once[solo : solo + INLINE_FLUSHES_PER_PROBE] == [True] * INLINE_FLUSHES_PER_PROBE
+    assert resolved_at_once[solo + INLINE_FLUSHES_PER_PROBE] is False  # the probe goes through the thread
+    assert burst_fsyncs < burst  # overlapping writes shared fsyncs
+    with MetadataLog.open(tmp_path, logger=LOGGER, read_only=True) as log:
+        assert sum(len(b.records) for b in log.read(0)) == offset + 1  # every acknowledged batch is in the log
