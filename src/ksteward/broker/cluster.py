@@ -9,6 +9,7 @@ controller-bound requests to a broker, which forwards them (KIP-590).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from typing import Any
@@ -21,8 +22,9 @@ from ksteward.broker.context import Node, RequestContext
 from ksteward.metadata.image import MetadataImage
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
-from ksteward.protocol.codec import response_class
+from ksteward.protocol.codec import PreEncoded, response_class
 from ksteward.protocol.error_responses import error_values
+from ksteward.protocol.fast_metadata import TopicEncoder, encode_metadata_response
 
 ZERO_UUID = uuid.UUID(int=0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # Integer.MIN_VALUE: "not requested"
@@ -57,41 +59,62 @@ def random_alive_broker(image: MetadataImage) -> int:
     return random.choice(alive) if alive else -1
 
 
-def _denied_topic(name: str) -> dict[str, Any]:
-    return {"error_code": ErrorCode.topic_authorization_failed, "name": name, "topic_id": ZERO_UUID, "partitions": []}
+#: Topics answered between two yields to the event loop: a Metadata request for every topic of a large cluster
+#: must not hold up the other connections (about 2 ms of work with the bytes kept, 10-20 ms without).
+TOPICS_PER_SLICE = 2_000
 
 
-def _topic_entry(node: Node, ctx: RequestContext, image: MetadataImage, name: str, include_ops: bool) -> dict[str, Any]:
-    topic = image.topics.by_name.get(name)
-    if topic is None:
-        return {
-            "error_code": ErrorCode.unknown_topic_or_partition,
-            "name": name,
-            "topic_id": ZERO_UUID,
-            "partitions": [],
-        }
+class _TopicBytes:
+    """The encoded entry of each unchanged topic, per version, kept between requests.
+
+    An entry is reused only while the image still holds the same topic object and the same broker
+    registrations (the offline replicas come from them), so it is never stale; the topic name is the key, and
+    the entries of deleted topics go when the cache outgrows the image."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], tuple[object, object, bytes]] = {}
+
+    def get(self, encoder: TopicEncoder, image: MetadataImage, name: str) -> bytes | None:
+        topic = image.topics.by_name.get(name)
+        if topic is None:
+            return None
+        key = (encoder.version, name)
+        entry = self.entries.get(key)
+        if entry is not None and entry[0] is topic and entry[1] is image.cluster:
+            return entry[2]
+        encoded = _encode_topic(encoder, image, topic.name, AUTHORIZED_OPERATIONS_OMITTED)
+        if len(self.entries) > 2 * len(image.topics.by_name) + 1_000:
+            self.entries.clear()
+        self.entries[key] = (topic, image.cluster, encoded)
+        return encoded
+
+
+_TOPIC_BYTES = _TopicBytes()
+
+
+def _encode_topic(encoder: TopicEncoder, image: MetadataImage, name: str, authorized_operations: int) -> bytes:
+    topic = image.topics.by_name[name]
+    cluster = image.cluster
     partitions = [
-        {
-            "error_code": ErrorCode.none,
-            "partition_index": pid,
-            "leader_id": p.leader,
-            "leader_epoch": p.leader_epoch,
-            "replica_nodes": list(p.replicas),
-            "isr_nodes": list(p.isr),
-            "offline_replicas": [r for r in p.replicas if r not in image.cluster or image.cluster[r].fenced],
-        }
+        (pid, p.leader, p.leader_epoch, p.replicas, p.isr,
+         [r for r in p.replicas if r not in cluster or cluster[r].fenced])
         for pid, p in sorted(topic.partitions.items())
-    ]
-    return {
-        "error_code": ErrorCode.none,
-        "name": topic.name,
-        "topic_id": topic.id,
-        "is_internal": topic.name in INTERNAL_TOPICS,
-        "partitions": partitions,
-        "topic_authorized_operations": authorized_operations(node, ctx, ResourceType.TOPIC, topic.name)
-        if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED,
-    }
+    ]  # fmt: skip
+    return encoder.topic(ErrorCode.none, topic.name, topic.id, topic.name in INTERNAL_TOPICS, partitions,
+                         authorized_operations)  # fmt: skip
+
+
+def _topic_entry(node: Node, ctx: RequestContext, encoder: TopicEncoder, image: MetadataImage, name: str,
+                 include_ops: bool) -> tuple[int, bytes]:  # fmt: skip
+    """(error code, encoded entry) of a topic the caller may describe."""
+    if name not in image.topics.by_name:
+        return ErrorCode.unknown_topic_or_partition, encoder.error(ErrorCode.unknown_topic_or_partition, name, None)
+    if include_ops:
+        ops = authorized_operations(node, ctx, ResourceType.TOPIC, name)
+        return ErrorCode.none, _encode_topic(encoder, image, name, ops)
+    encoded = _TOPIC_BYTES.get(encoder, image, name)
+    assert encoded is not None
+    return ErrorCode.none, encoded
 
 
 def cluster_authorized_operations(node: Node, ctx: RequestContext, requested: bool) -> int:
@@ -121,24 +144,28 @@ def _invalid_request(request: Any) -> dict[str, Any]:
 
 
 def _topics_by_id(
-    node: Node, ctx: RequestContext, image: MetadataImage, topic_ids: list[uuid.UUID], include_ops: bool
-) -> list[dict[str, Any]]:
+    node: Node,
+    ctx: RequestContext,
+    encoder: TopicEncoder,
+    image: MetadataImage,
+    topic_ids: list[uuid.UUID],
+    include_ops: bool,
+) -> list[tuple[int, bytes]]:
     """Kafka's ``KafkaApis.handleTopicMetadataRequest`` when ``useTopicId``: ids are not sensitive, names are.
 
     An unknown id gets UNKNOWN_TOPIC_ID; a topic the caller may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED
     with a null name and its id kept (``metadataCache.getTopicId(topic)``), so the id never reveals the name.
     """
-    topics: list[dict[str, Any]] = []
+    topics: list[tuple[int, bytes]] = []
     for topic_id in topic_ids:
         topic = image.topics.by_id.get(topic_id)
         if topic is None:
-            topics.append({"error_code": ErrorCode.unknown_topic_id, "name": None, "topic_id": topic_id,
-                           "partitions": []})  # fmt: skip
+            topics.append((ErrorCode.unknown_topic_id, encoder.error(ErrorCode.unknown_topic_id, None, topic_id)))
         elif not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
-            topics.append({"error_code": ErrorCode.topic_authorization_failed, "name": None, "topic_id": topic_id,
-                           "partitions": []})  # fmt: skip
+            denied = ErrorCode.topic_authorization_failed
+            topics.append((denied, encoder.error(denied, None, topic_id)))
         else:
-            topics.append(_topic_entry(node, ctx, image, topic.name, include_ops))
+            topics.append(_topic_entry(node, ctx, encoder, image, topic.name, include_ops))
     return topics
 
 
@@ -149,14 +176,16 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
     requested = request.topics
     if version == 0 and not requested:
         requested = None  # v0: an empty list means every topic
-    topics: list[dict[str, Any]] = []
+    encoder = TopicEncoder(version)
+    topics: list[tuple[int, bytes]] = []
     if requested is None:
-        # Listing every topic shows only those the caller may describe, and logs no denials.
-        topics = [
-            _topic_entry(node, ctx, image, name, include_ops)
-            for name in sorted(image.topics.by_name)
-            if authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False)
-        ]
+        # Listing every topic shows only those the caller may describe, and logs no denials. The image is one
+        # immutable state, so yielding to the loop between slices changes nothing in the answer.
+        for n, name in enumerate(sorted(image.topics.by_name)):
+            if n and not n % TOPICS_PER_SLICE:
+                await asyncio.sleep(0)
+            if authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_if_denied=False):
+                topics.append(_topic_entry(node, ctx, encoder, image, name, include_ops))
     elif version < 12 and any(
         t.name is None or getattr(t, "topic_id", None) not in (None, ZERO_UUID) for t in requested
     ):
@@ -166,30 +195,30 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
         return build(response_class(ApiKey.METADATA, version), _invalid_request(request))
     elif topic_ids := _requested_topic_ids(requested):
         # As Kafka's useTopicId: once any id is given, the request is answered by id alone (names ignored).
-        topics = _topics_by_id(node, ctx, image, topic_ids, include_ops)
+        topics = _topics_by_id(node, ctx, encoder, image, topic_ids, include_ops)
     else:
         for t in requested:
-            name = getattr(t, "name", None)
-            if name is None:
-                topics.append(
-                    {"error_code": ErrorCode.invalid_request, "name": None, "topic_id": ZERO_UUID, "partitions": []}
-                )
-                continue
-            if not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
-                topics.append(_denied_topic(name))
-                continue
-            topics.append(_topic_entry(node, ctx, image, name, include_ops))
-    values = {
-        "error_code": ErrorCode.none,  # v13+ (KIP-1102): a top-level error for rebootstrapping clients
-        "brokers": _brokers(image, ctx.listener),
-        "cluster_id": node.cluster_id,
-        "controller_id": random_alive_broker(image),
-        "topics": topics,
-        "cluster_authorized_operations": cluster_authorized_operations(
-            node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
-        ),
-    }
-    return build(response_class(ApiKey.METADATA, version), values)
+            asked: str | None = getattr(t, "name", None)
+            if asked is None:
+                topics.append((ErrorCode.invalid_request, encoder.error(ErrorCode.invalid_request, None, None)))
+            elif not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, asked):
+                denied = ErrorCode.topic_authorization_failed
+                topics.append((denied, encoder.error(denied, asked, None)))
+            else:
+                topics.append(_topic_entry(node, ctx, encoder, image, asked, include_ops))
+    include_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    frame = encode_metadata_response(
+        version,
+        ctx.correlation_id,
+        brokers=[(b["node_id"], b["host"], b["port"], b["rack"]) for b in _brokers(image, ctx.listener)],
+        cluster_id=node.cluster_id,
+        controller_id=random_alive_broker(image),
+        topics=[entry for _, entry in topics],
+        cluster_authorized_operations=cluster_authorized_operations(node, ctx, include_cluster_ops),
+    )
+    # The metrics' error counts, as Kafka's MetadataResponse.errorCounts: the top-level code (v13+) and each topic's.
+    codes = ((0,) if version >= 13 else ()) + tuple(int(code) for code, _ in topics)
+    return PreEncoded(frame, codes)
 
 
 async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any) -> Any:

@@ -1,0 +1,160 @@
+"""A direct encoder for Metadata responses (api key 3, v0-v13).
+
+kio builds a dataclass per partition and writes it field by field: a Metadata answer for 100,000 topics
+(300,000 partitions) took 8 s that way, all of it on the event loop. Here a topic's entry is written straight
+to bytes, so a handler can keep the bytes of an unchanged topic between requests and join them
+(``ksteward.broker.cluster``). ``tests/unit/test_fast_metadata.py`` checks the frames are byte-identical to
+kio's encoding for every version, so kio stays the reference.
+
+The fields by version (Kafka's ``MetadataResponse.json``): ThrottleTimeMs v3+; a broker's Rack v1+;
+ClusterId v2+; ControllerId v1+; a topic's IsInternal v1+, TopicId v10+, TopicAuthorizedOperations v8+ and
+its Name nullable from v12; a partition's LeaderEpoch v7+ and OfflineReplicas v5+;
+ClusterAuthorizedOperations v8-v10; the top-level ErrorCode v13+. Flexible (compact strings and arrays,
+tagged fields, response header v1) from v9.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Iterable, Sequence
+
+from ksteward.protocol.varint import write_uvarint
+
+MAX_VERSION = 13
+
+# (node_id, host, port, rack)
+BrokerEntry = tuple[int, str, int, str | None]
+# (partition_index, leader_id, leader_epoch, replicas, isr, offline_replicas)
+PartitionEntry = tuple[int, int, int, Sequence[int], Sequence[int], Sequence[int]]
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ERR_INDEX_LEADER = struct.Struct(">hii")
+_ERR_INDEX_LEADER_EPOCH = struct.Struct(">hiii")
+_ZERO_UUID = bytes(16)
+
+
+def _check(version: int) -> None:
+    if not 0 <= version <= MAX_VERSION:
+        raise ValueError(f"Metadata v{version} is not encoded here")
+
+
+def _string(value: str | None, flexible: bool) -> bytes:
+    if value is None:
+        return b"\x00" if flexible else b"\xff\xff"
+    raw = value.encode()
+    return (write_uvarint(len(raw) + 1) if flexible else _I16.pack(len(raw))) + raw
+
+
+def _count(n: int, flexible: bool) -> bytes:
+    return write_uvarint(n + 1) if flexible else _I32.pack(n)
+
+
+class _Ints:
+    """Encoded int32 arrays, kept per tuple: most partitions share a handful of replica lists."""
+
+    __slots__ = ("cache", "flexible")
+
+    def __init__(self, flexible: bool) -> None:
+        self.flexible = flexible
+        self.cache: dict[tuple[int, ...], bytes] = {}
+
+    def __call__(self, values: Sequence[int]) -> bytes:
+        key = tuple(values)
+        out = self.cache.get(key)
+        if out is None:
+            out = self.cache[key] = _count(len(key), self.flexible) + struct.pack(f">{len(key)}i", *key)
+        return out
+
+
+class TopicEncoder:
+    """Encodes topic entries for one version. Reuse one instance across the topics of a response (it keeps
+    the encoded replica lists)."""
+
+    def __init__(self, version: int) -> None:
+        _check(version)
+        self.version = version
+        self.flexible = version >= 9
+        self._ints = _Ints(self.flexible)
+
+    def error(self, error_code: int, name: str | None, topic_id: uuid.UUID | None) -> bytes:
+        """An entry with an error and no partitions (unknown, unauthorized or invalid)."""
+        return self.topic(error_code, name, topic_id, False, (), -(2**31))
+
+    def topic(
+        self,
+        error_code: int,
+        name: str | None,
+        topic_id: uuid.UUID | None,
+        is_internal: bool,
+        partitions: Iterable[PartitionEntry],
+        authorized_operations: int,
+    ) -> bytes:
+        v, flexible, ints = self.version, self.flexible, self._ints
+        if name is None and v < 12:
+            name = ""  # not nullable before v12 (kio writes a null as "")
+        parts = [_I16.pack(error_code), _string(name, flexible)]
+        if v >= 10:
+            parts.append(_ZERO_UUID if topic_id is None else topic_id.bytes)
+        if v >= 1:
+            parts.append(b"\x01" if is_internal else b"\x00")
+        rows = []
+        for index, leader, epoch, replicas, isr, offline in partitions:
+            head = (
+                _ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch)
+                if v >= 7
+                else _ERR_INDEX_LEADER.pack(0, index, leader)
+            )
+            row = head + ints(replicas) + ints(isr)
+            if v >= 5:
+                row += ints(offline)
+            rows.append(row + b"\x00" if flexible else row)
+        parts.append(_count(len(rows), flexible))
+        parts += rows
+        if v >= 8:
+            parts.append(_I32.pack(authorized_operations))
+        if flexible:
+            parts.append(b"\x00")
+        return b"".join(parts)
+
+
+def encode_metadata_response(
+    version: int,
+    correlation_id: int,
+    *,
+    brokers: Sequence[BrokerEntry],
+    cluster_id: str | None,
+    controller_id: int,
+    topics: Sequence[bytes],
+    cluster_authorized_operations: int,
+    error_code: int = 0,
+) -> bytes:
+    """The whole response frame (size, header, body); ``topics`` are entries from a :class:`TopicEncoder` of
+    the same version."""
+    _check(version)
+    flexible = version >= 9
+    parts = [_I32.pack(correlation_id) + (b"\x00" if flexible else b"")]
+    if version >= 3:
+        parts.append(_I32.pack(0))  # throttle_time_ms
+    parts.append(_count(len(brokers), flexible))
+    for node_id, host, port, rack in brokers:
+        parts.append(_I32.pack(node_id) + _string(host, flexible) + _I32.pack(port))
+        if version >= 1:
+            parts.append(_string(rack, flexible))
+        if flexible:
+            parts.append(b"\x00")
+    if version >= 2:
+        parts.append(_string(cluster_id, flexible))
+    if version >= 1:
+        parts.append(_I32.pack(controller_id))
+    parts.append(_count(len(topics), flexible))
+    parts += topics
+    if 8 <= version <= 10:
+        parts.append(_I32.pack(cluster_authorized_operations))
+    if version >= 13:
+        parts.append(_I16.pack(error_code))
+    if flexible:
+        parts.append(b"\x00")
+    body = b"".join(parts)
+    return _I32.pack(len(body)) + body
