@@ -137,17 +137,17 @@ async def handle_elect_leaders(node: Node, ctx: RequestContext, request: Any) ->
     outcome = await node.controller.elect_leaders(election_type, wanted)
     if not isinstance(outcome, list):
         return build(cls, _elect_error_values(request, outcome.code, outcome.message))
-    results: dict[str, list[dict[str, Any]]] = {}
-    if wanted is not None:
-        for name, _ in wanted:
-            results.setdefault(name, [])
-    for o in outcome:
-        entry = {"partition_id": o.partition, "error_code": o.error.code, "error_message": o.error.message}
-        results.setdefault(o.topic, []).append(entry)
-    values = {
-        "error_code": ErrorCode.none,
-        "replica_election_results": [{"topic": t, "partition_result": r} for t, r in results.items()],
-    }
+    results = [
+        {
+            "topic": topic,
+            "partition_result": [
+                {"partition_id": o.partition, "error_code": o.error.code, "error_message": o.error.message}
+                for o in group
+            ],
+        }
+        for topic, group in outcome
+    ]
+    values = {"error_code": ErrorCode.none, "replica_election_results": results}
     return build(cls, values)
 
 

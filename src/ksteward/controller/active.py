@@ -233,7 +233,7 @@ class Controller:
     @_event
     async def elect_leaders(
         self, election_type: int, topics: Sequence[tuple[str, Sequence[int]]] | None
-    ) -> list[ElectionOutcome] | ApiError:
+    ) -> list[tuple[str, list[ElectionOutcome]]] | ApiError:
         return await self._commit(elect_leaders(self.writer.latest, election_type, topics))
 
     @_event

@@ -210,9 +210,10 @@ class ElectionOutcome:
 
 def elect_leaders(
     image: MetadataImage, election_type: int, topics: Sequence[tuple[str, Sequence[int]]] | None
-) -> ControllerResult[list[ElectionOutcome] | ApiError]:
-    """``electLeaders``: one outcome per named partition; with ``topics`` None every partition, leaving out
-    those whose election is not needed. An unknown election type fails the request (INVALID_REQUEST)."""
+) -> ControllerResult[list[tuple[str, list[ElectionOutcome]]] | ApiError]:
+    """``electLeaders``: one group per request entry, one outcome per named partition; with ``topics`` None one
+    group per topic, leaving out the partitions whose election is not needed (a topic may be left with none).
+    An unknown election type fails the request (INVALID_REQUEST)."""
     if election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
         return ControllerResult([], ApiError(ErrorCode.invalid_request, f"Unknown election type {election_type}"))
     election = Election.PREFERRED if election_type == PREFERRED_ELECTION else Election.UNCLEAN
@@ -220,8 +221,10 @@ def elect_leaders(
     if topics is None:
         topics = [(name, sorted(image.topics.by_name[name].partitions)) for name in sorted(image.topics.by_name)]
     records: list[AnyPartitionChangeRecord] = []
-    outcomes: list[ElectionOutcome] = []
+    groups: list[tuple[str, list[ElectionOutcome]]] = []
     for name, pids in topics:
+        outcomes: list[ElectionOutcome] = []
+        groups.append((name, outcomes))
         for pid in pids:
             error, record = _elect_one(image, name, pid, election)
             if record is not None:
@@ -230,7 +233,7 @@ def elect_leaders(
                 records.append(record)
             if not (everything and error.code == ErrorCode.election_not_needed):
                 outcomes.append(ElectionOutcome(name, pid, error))
-    return ControllerResult(records, outcomes)
+    return ControllerResult(records, groups)
 
 
 def _elect_one(
