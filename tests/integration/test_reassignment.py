@@ -1,6 +1,6 @@
 """Partition reassignment and leader elections on a real cluster (issue 20): one controller and brokers 2, 3 and 4,
-driven by kafka-python (alter / list reassignments, elect_leaders, describe_topics), confluent-kafka (Metadata,
-elect_leaders) and the raw wire; docs/reassignment.md."""
+driven by kafka-python (alter / list reassignments, elect_leaders, describe_topics), kafkajs (list
+reassignments), confluent-kafka (Metadata, elect_leaders) and the raw wire; docs/reassignment.md."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clients import Auth, confluent_admin, kafka_python_admin
+from clients import Auth, confluent_admin, kafka_python_admin, kafkajs
 from harness import Cluster, ClusterNode, KstewardServer, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import connect
@@ -115,6 +115,13 @@ def test_cancel_reverts_an_ongoing_reassignment(cluster3: Cluster) -> None:
     tp = TopicPartition("cancelled", 0)
     wait_for(lambda: admin.alter_partition_reassignments({tp: [2, 4]}) == {tp: None}, 20, "the reassignment")
     wait_shows([two, three], "cancelled", ((2, 4, 3), (2, 3), 2), "the pending move")
+    # kafkajs lists it (it asks the broker Metadata names controller; the broker forwards).
+    out = kafkajs({"brokers": [two.bootstrap], "action": "listPartitionReassignments", "args": {}})
+    assert out["ok"], out
+    assert out["result"]["topics"] == [
+        {"name": "cancelled", "partitions": [
+            {"partition": 0, "replicas": [2, 4, 3], "addingReplicas": [4], "removingReplicas": [3]}]}
+    ]  # fmt: skip
     assert admin.alter_partition_reassignments({tp: None}) == {tp: None}
     wait_shows([two, three], "cancelled", ((2, 3), (2, 3), 2), "the cancelled move")
     assert admin.list_partition_reassignments({"cancelled": [0]}) == {}
@@ -155,6 +162,12 @@ def test_reassignment_errors_through_a_broker(cluster3: Cluster) -> None:
         "No partition reassignment is in progress.",
     )
     assert confluent_view(two, "errs") == ((2,), (2,), 2)  # nothing changed
+    # The read-your-writes offset tags the answer to the mutation, not the list (a read; kafkajs misreads tags).
+    with connect(three.address) as conn:
+        altered = conn.request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": SECOND, "topics": [
+            {"name": "errs", "partitions": [{"partition_index": 0, "replicas": [2]}]}]})  # fmt: skip
+        listed = conn.request(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": SECOND, "topics": None})
+    assert altered.metadata_offset is not None and listed.metadata_offset is None
 
 
 def test_preferred_election_after_a_leader_change(cluster3: Cluster) -> None:
