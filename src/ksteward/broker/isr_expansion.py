@@ -20,10 +20,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from ksteward.controller.partition_change import RECOVERED
+from ksteward.controller.reassignment import AlterPartitionRequest, IsrChange
 from ksteward.controller.replica_placement import is_active
 from ksteward.metadata.image import MetadataImage
 
-__all__ = ["ALTER_PARTITION_VERSION", "IsrExpansions", "PartitionKey", "alter_partition_body", "isr_expansions"]
+__all__ = [
+    "ALTER_PARTITION_VERSION",
+    "IsrExpansions",
+    "PartitionKey",
+    "alter_partition_body",
+    "alter_partition_request",
+    "isr_expansions",
+]
 
 ALTER_PARTITION_VERSION = 3
 PartitionKey = tuple[uuid.UUID | None, int]
@@ -68,6 +76,18 @@ def alter_partition_body(
         "broker_epoch": broker_epoch,
         "topics": [{"topic_id": topic_id, "partitions": parts} for topic_id, parts in topics.items()],
     }
+
+
+def alter_partition_request(
+    broker_id: int, broker_epoch: int, entries: dict[PartitionKey, dict[str, Any]]
+) -> AlterPartitionRequest:
+    """The same request as the controller reads it, for a node that is its own controller."""
+    topics: dict[uuid.UUID | None, list[IsrChange]] = {}
+    for (topic_id, pid), e in entries.items():
+        isr = tuple((int(m["broker_id"]), int(m["broker_epoch"])) for m in e["new_isr_with_epochs"])
+        change = IsrChange(pid, int(e["leader_epoch"]), int(e["partition_epoch"]), isr, int(e["leader_recovery_state"]))
+        topics.setdefault(topic_id, []).append(change)
+    return AlterPartitionRequest(broker_id, broker_epoch, tuple((t, tuple(c)) for t, c in topics.items()))
 
 
 class IsrExpansions:
