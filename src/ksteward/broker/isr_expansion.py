@@ -95,9 +95,16 @@ class IsrExpansions:
 
     def __init__(self) -> None:
         self._sent: dict[PartitionKey, int] = {}
+        self._seen: tuple[object, object] | None = None  # the topics and cluster sections last looked at
 
     def due(self, image: MetadataImage, broker_id: int) -> dict[PartitionKey, dict[str, Any]]:
-        """The entries not asked for yet at their current partition epoch; they count as asked for from here."""
+        """The entries not asked for yet at their current partition epoch; they count as asked for from here.
+        An image whose topics and brokers are the very sections of the last one (a batch of ACLs, say: images
+        share what a batch did not touch) has nothing new, and is not scanned."""
+        sections = (image.topics, image.cluster)
+        if self._seen is not None and sections[0] is self._seen[0] and sections[1] is self._seen[1]:
+            return {}
+        self._seen = sections
         wanted = isr_expansions(image, broker_id)
         self._sent = {k: v for k, v in self._sent.items() if k in wanted}  # done or moved on: forget
         due = {k: e for k, e in wanted.items() if self._sent.get(k) != int(e["partition_epoch"])}
@@ -107,5 +114,6 @@ class IsrExpansions:
 
     def retry(self, keys: Iterable[PartitionKey]) -> None:
         """Ask for these again next round (an error answer, or no answer)."""
+        self._seen = None
         for key in keys:
             self._sent.pop(key, None)
