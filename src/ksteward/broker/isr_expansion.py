@@ -16,13 +16,13 @@ partition whose answer was an error (or was lost) is asked for again on the next
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ksteward.controller.partition_change import RECOVERED
 from ksteward.controller.reassignment import AlterPartitionRequest, IsrChange
 from ksteward.controller.replica_placement import is_active
-from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.image import MetadataImage, TopicImage
 
 __all__ = [
     "ALTER_PARTITION_VERSION",
@@ -37,12 +37,15 @@ ALTER_PARTITION_VERSION = 3
 PartitionKey = tuple[uuid.UUID | None, int]
 
 
-def isr_expansions(image: MetadataImage, broker_id: int) -> dict[PartitionKey, dict[str, Any]]:
-    """The AlterPartition entry of every partition ``broker_id`` leads whose replicas include active brokers
-    outside the ISR (the ISR plus those replicas), or whose leader is still RECOVERING after an unclean
-    election (the same ISR, RECOVERED: with no log to truncate, recovery is immediate), at its current epochs."""
+def isr_expansions(
+    image: MetadataImage, broker_id: int, topics: Iterable[TopicImage] | None = None
+) -> dict[PartitionKey, dict[str, Any]]:
+    """The AlterPartition entry of every partition ``broker_id`` leads (of ``topics``; None: every topic) whose
+    replicas include active brokers outside the ISR (the ISR plus those replicas), or whose leader is still
+    RECOVERING after an unclean election (the same ISR, RECOVERED: with no log to truncate, recovery is
+    immediate), at its current epochs."""
     wanted: dict[PartitionKey, dict[str, Any]] = {}
-    for topic in image.topics.by_id.values():
+    for topic in image.topics.by_id.values() if topics is None else topics:
         for pid, p in topic.partitions.items():
             if p.leader != broker_id:
                 continue
@@ -91,22 +94,30 @@ def alter_partition_request(
 
 
 class IsrExpansions:
-    """What was asked for: partition -> the partition epoch it was asked at."""
+    """What was asked for: partition -> the partition epoch it was asked at.
+
+    Each call looks only at the topics whose section changed since the last one (an image shares every topic a
+    batch did not touch, so that is a pointer comparison per topic), and at every topic when the brokers changed
+    or something is to be asked again."""
 
     def __init__(self) -> None:
         self._sent: dict[PartitionKey, int] = {}
-        self._seen: tuple[object, object] | None = None  # the topics and cluster sections last looked at
+        self._topics: Mapping[uuid.UUID | None, TopicImage] | None = None
+        self._cluster: object = None
 
     def due(self, image: MetadataImage, broker_id: int) -> dict[PartitionKey, dict[str, Any]]:
-        """The entries not asked for yet at their current partition epoch; they count as asked for from here.
-        An image whose topics and brokers are the very sections of the last one (a batch of ACLs, say: images
-        share what a batch did not touch) has nothing new, and is not scanned."""
-        sections = (image.topics, image.cluster)
-        if self._seen is not None and sections[0] is self._seen[0] and sections[1] is self._seen[1]:
-            return {}
-        self._seen = sections
-        wanted = isr_expansions(image, broker_id)
-        self._sent = {k: v for k, v in self._sent.items() if k in wanted}  # done or moved on: forget
+        """The entries not asked for yet at their current partition epoch; they count as asked for from here."""
+        topics, last = image.topics.by_id, self._topics
+        if last is None or image.cluster is not self._cluster:
+            changed: list[TopicImage] = list(topics.values())
+        else:
+            changed = [t for topic_id, t in topics.items() if last.get(topic_id) is not t]
+        self._topics, self._cluster = topics, image.cluster
+        wanted = isr_expansions(image, broker_id, changed)
+        looked_at = {t.id for t in changed}
+        # A partition looked at and no longer wanted is done or moved on; one of a deleted topic is gone.
+        self._sent = {k: v for k, v in self._sent.items()
+                      if k[0] in topics and (k[0] not in looked_at or k in wanted)}  # fmt: skip
         due = {k: e for k, e in wanted.items() if self._sent.get(k) != int(e["partition_epoch"])}
         for key, entry in due.items():
             self._sent[key] = int(entry["partition_epoch"])
@@ -114,6 +125,6 @@ class IsrExpansions:
 
     def retry(self, keys: Iterable[PartitionKey]) -> None:
         """Ask for these again next round (an error answer, or no answer)."""
-        self._seen = None
+        self._topics = None  # the next round looks at every topic
         for key in keys:
             self._sent.pop(key, None)

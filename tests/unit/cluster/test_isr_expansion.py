@@ -49,3 +49,19 @@ def test_a_recovering_leader_reports_itself_recovered() -> None:
     image = apply(image, [PartitionChangeRecordV2(partition_id=0, topic_id=topic.id, leader_recovery_state=1)])  # type: ignore[arg-type]
     entry = isr_expansions(image, 1)[(topic.id, 0)]
     assert entry["leader_recovery_state"] == 0 and [m["broker_id"] for m in entry["new_isr_with_epochs"]] == [1]
+
+
+def test_each_round_looks_at_the_changed_topics_only() -> None:
+    image, manager = new_world()
+    image, _ = register(image, manager, 2)
+    image = with_topic(image, "t", (1, 2))
+    image = with_topic(image, "u", (1,))
+    t, u = image.topics.by_name["t"], image.topics.by_name["u"]
+    image = apply(image, [PartitionChangeRecordV2(partition_id=0, topic_id=t.id, isr=(1,))])  # type: ignore[arg-type]
+    tracker = IsrExpansions()
+    assert list(tracker.due(image, 1)) == [(t.id, 0)]
+    # A batch that touches only "u": "t" is not looked at again, so it is not asked for twice.
+    image = apply(image, [PartitionChangeRecordV2(partition_id=0, topic_id=u.id, leader=1)])  # type: ignore[arg-type]
+    assert tracker.due(image, 1) == {}
+    tracker.retry([(t.id, 0)])
+    assert list(tracker.due(image, 1)) == [(t.id, 0)]
