@@ -7,7 +7,9 @@
 - another incarnation of broker 2 is refused while the first one's session is live;
 - once broker 2 stops heartbeating it is fenced: Metadata drops it and its partition's leader moves to
   broker 1; after that a new incarnation may register;
-- a broker that asks to shut down loses its leadership first, then is told to shut down.
+- a broker that asks to shut down loses its leadership first, then is told to shut down;
+- a partition the combined node leads, moved onto broker 2, takes broker 2 into its ISR (AlterPartition from
+  the combined node's own broker to its own controller).
 
 Broker 2 advertises the server's own client listener, so a client sent to "node 2" reaches the server.
 """
@@ -191,3 +193,34 @@ def test_controlled_shutdown_moves_leadership_before_the_broker_is_told_to_go(
         wait_for(lambda: heartbeats.last.should_shut_down, 10, "ShouldShutDown")
         assert heartbeats.last.is_fenced
         assert leader(admin, "leaving") == 1 and brokers(admin) == {1}
+
+
+def replicas_and_isr(admin: Any, topic: str) -> tuple[list[int], list[int], int] | None:
+    metadata = admin.list_topics(topic=topic, timeout=10).topics.get(topic)
+    if metadata is None or metadata.error is not None or 0 not in metadata.partitions:
+        return None
+    p = metadata.partitions[0]
+    return list(p.replicas), list(p.isrs), int(p.leader)
+
+
+def test_the_combined_node_leader_takes_a_new_replica_into_the_isr(
+    server: KstewardServer, controller: RawConnection
+) -> None:
+    """The combined node's own broker leads a partition moved onto broker 2: it asks its controller for the
+    bigger ISR itself (docs/reassignment.md, "Catching up"), and the move completes."""
+    grant_cluster_action_to_anonymous(server)
+    body = register(controller, server, uuid.uuid4())
+    admin = confluent_admin(server.bootstrap, ADMIN)
+    with Heartbeats(server, int(body.broker_epoch)):
+        wait_for(lambda: brokers(admin) == {1, 2}, 10, "broker 2 unfenced")
+        with connect(server.address) as conn:
+            assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
+            topic = {"name": "moves", "num_partitions": -1, "replication_factor": -1, "configs": [],
+                     "assignments": [{"partition_index": 0, "broker_ids": [1]}]}  # fmt: skip
+            conn.request(ApiKey.CREATE_TOPICS, 7, {"topics": [topic], "timeout": datetime.timedelta(seconds=15)})
+            move = {"name": "moves", "partitions": [{"partition_index": 0, "replicas": [2, 1]}]}
+            reply = conn.request(
+                ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, {"timeout": datetime.timedelta(seconds=15), "topics": [move]}
+            ).body
+        assert [int(p.error_code) for t in reply.responses for p in t.partitions] == [NONE]
+        wait_for(lambda: replicas_and_isr(admin, "moves") == ([2, 1], [1, 2], 1), 10, "broker 2 in the ISR")

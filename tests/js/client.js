@@ -39,6 +39,11 @@ const ACTIONS = {
   describeConfigs: (admin, args) =>
     admin.describeConfigs({ resources: args.resources, includeSynonyms: !!args.includeSynonyms }),
   alterConfigs: (admin, args) => admin.alterConfigs({ resources: args.resources, validateOnly: !!args.validateOnly }),
+  // Reassignments: args.topics are kafkajs's IPartitionReassignment (alter) or TopicPartitions (list, null: all).
+  alterPartitionReassignments: (admin, args) =>
+    admin.alterPartitionReassignments({ topics: args.topics }).then(() => true),
+  listPartitionReassignments: (admin, args) =>
+    admin.listPartitionReassignments({ topics: (args && args.topics) || null }),
 }
 
 function readJob () {

@@ -84,6 +84,19 @@ REQUESTS: dict[int, dict[str, Any]] = {
         "resources": [{"resource_type": 4, "resource_name": "", "configs": []}],
         "validate_only": False,
     },
+    ApiKey.ELECT_LEADERS: {
+        "election_type": 0,
+        "topic_partitions": [{"topic": "orders", "partitions": [0, 1]}],
+        "timeout": timedelta(seconds=1),
+    },
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: {
+        "timeout": timedelta(seconds=1),
+        "topics": [{"name": "orders", "partitions": [{"partition_index": 0, "replicas": None}]}],
+    },
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: {
+        "timeout": timedelta(seconds=1),
+        "topics": [{"name": "orders", "partition_indexes": [0]}],
+    },
     ApiKey.DESCRIBE_CLIENT_QUOTAS: {"components": [], "strict": False},
     ApiKey.ALTER_CLIENT_QUOTAS: {
         "entries": [{"entity": [{"entity_type": "user", "entity_name": None}], "ops": []}],

@@ -48,6 +48,7 @@ from ksteward.protocol.codec import PreEncoded, Request, decode_request, encode_
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.principal import PrincipalSerdeError, deserialize_principal
+from ksteward.protocol.read_your_writes import UNTAGGED_READS
 from ksteward.safe_log import log_failure
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
     if carries_error(response, ErrorCode.not_controller):
         return None
     # The offset the client may read after, on any broker (ksteward.protocol.read_your_writes).
-    offset = node.image.offset
+    offset = None if request.api_key in UNTAGGED_READS else node.image.offset
     frame = encode_response(request.api_key, request.api_version, request.correlation_id, response,
                             metadata_offset=offset)  # fmt: skip
     return frame[_FRAME_SIZE_BYTES:]

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
+from ksteward.configs.catalog import ConfigResourceType
 from ksteward.controller.acls import AclControlManager, AclDeletionResult
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
@@ -29,6 +30,17 @@ from ksteward.controller.membership import (
 )
 from ksteward.controller.mutation_quota import MutationQuotas
 from ksteward.controller.quotas import QuotaAlteration, QuotaAlterationResult, alter_client_quotas
+from ksteward.controller.reassignment import (
+    AlterPartitionReply,
+    AlterPartitionRequest,
+    ElectionOutcome,
+    OngoingReassignment,
+    PartitionReassignment,
+    alter_partition,
+    alter_partition_reassignments,
+    elect_leaders,
+    list_partition_reassignments,
+)
 from ksteward.controller.result import ApiError, ControllerResult
 from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
@@ -213,3 +225,46 @@ class Controller:
     async def sweep_expired_delegation_tokens(self) -> list[str]:
         """The periodic expiry sweep: the ids of the tokens it removed."""
         return await self._commit(self.delegation_tokens.sweep(self.writer.latest))
+
+    # --- reassignment and elections (controller/reassignment.py, docs/reassignment.md) ---------------------
+
+    def _unclean_allowed(self, image: MetadataImage) -> Callable[[str], bool]:
+        """A topic's effective ``unclean.leader.election.enable`` (Kafka's
+        ``ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic``)."""
+        resolver = self.configs.resolver(image)
+        topic_type = int(ConfigResourceType.TOPIC)
+
+        def allowed(topic: str) -> bool:
+            overrides = image.configs.get((topic_type, topic), {})
+            value = resolver.topic_entry("unclean.leader.election.enable", overrides).value
+            return (value or "").strip().lower() == "true"
+
+        return allowed
+
+    @_event
+    async def alter_partition_reassignments(
+        self, reassignments: Sequence[PartitionReassignment], *, allow_replication_factor_change: bool = True
+    ) -> list[ApiError]:
+        image = self.writer.latest
+        result = alter_partition_reassignments(
+            image, reassignments, unclean=self._unclean_allowed(image),
+            allow_replication_factor_change=allow_replication_factor_change,
+        )  # fmt: skip
+        return await self._commit(result)
+
+    async def list_partition_reassignments(
+        self, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[OngoingReassignment]:
+        """A read of the controller's latest image: nothing to commit."""
+        return list_partition_reassignments(self.writer.latest, topics)
+
+    @_event
+    async def elect_leaders(
+        self, election_type: int, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[tuple[str, list[ElectionOutcome]]] | ApiError:
+        return await self._commit(elect_leaders(self.writer.latest, election_type, topics))
+
+    @_event
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionReply:
+        image = self.writer.latest
+        return await self._commit(alter_partition(image, request, unclean=self._unclean_allowed(image)))

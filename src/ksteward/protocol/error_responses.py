@@ -84,6 +84,24 @@ def _alter_quotas(body: Any, error: Values) -> Values:
     }
 
 
+def _elect_leaders(body: Any, error: Values) -> Values:
+    results = [{"topic": t.topic, "partition_result": [{"partition_id": p, **error} for p in t.partitions]}
+               for t in body.topic_partitions or ()]  # fmt: skip
+    return {"replica_election_results": results, **error}
+
+
+def _alter_reassignments(body: Any, error: Values) -> Values:
+    responses = [{"name": t.name, "partitions": [{"partition_index": p.partition_index, **error}
+                                                 for p in t.partitions]} for t in body.topics]  # fmt: skip
+    return {"responses": responses, "allow_replication_factor_change": True, **error}
+
+
+def _list_reassignments(body: Any, error: Values) -> Values:
+    topics = [{"name": t.name, "partitions": [{"partition_index": i} for i in t.partition_indexes]}
+              for t in body.topics or ()]  # fmt: skip
+    return {"topics": topics, **error}
+
+
 def _metadata(body: Any, error: Values) -> Values:
     topics = [
         {"error_code": error["error_code"], "name": t.name, "topic_id": getattr(t, "topic_id", None),
@@ -110,7 +128,10 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.DESCRIBE_CONFIGS: _describe_configs,
     ApiKey.ALTER_CONFIGS: _alter_configs,
     ApiKey.CREATE_PARTITIONS: _create_partitions,
+    ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _alter_configs,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: _alter_reassignments,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: _list_reassignments,
     ApiKey.DESCRIBE_CLIENT_QUOTAS: _top_level(entries=None),
     ApiKey.ALTER_CLIENT_QUOTAS: _alter_quotas,
     # Kafka's getErrorResponse of each: User:ANONYMOUS and -1 timestamps for a create, 0 for renew and expire.
@@ -130,6 +151,7 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: _top_level(tokens=[]),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
+    ApiKey.ALTER_PARTITION: _top_level(topics=[]),
     ApiKey.UPDATE_FEATURES: _top_level(results=[]),
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0

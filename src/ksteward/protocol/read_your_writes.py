@@ -23,10 +23,14 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.varint import read_uvarint, write_uvarint
 
 METADATA_OFFSET_TAG: Final = 0x4B53  # "KS": far above the small tags Kafka's own schemas use
+# Forwardable APIs that write nothing: their answers carry no offset. (kafkajs 2.2 also misreads any tagged field
+# in a response header, its Decoder.readTaggedFields skipping one byte too few, so a tag there breaks it.)
+UNTAGGED_READS: Final = frozenset({ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM})
 _I64: Final = struct.Struct(">q")
 _CORRELATION_ID_BYTES: Final = 4
 _FIXED_REQUEST_HEADER_BYTES: Final = 8  # api key, api version, correlation id

@@ -28,6 +28,12 @@ from ksteward.broker.delegation_tokens import (
 from ksteward.broker.envelope import handle_envelope
 from ksteward.broker.features import handle_update_features
 from ksteward.broker.quotas import handle_alter_client_quotas, handle_describe_client_quotas
+from ksteward.broker.reassignment import (
+    handle_alter_partition,
+    handle_alter_partition_reassignments,
+    handle_elect_leaders,
+    handle_list_partition_reassignments,
+)
 from ksteward.broker.registration import handle_broker_heartbeat, handle_broker_registration
 from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_describe_user_scram_credentials
 from ksteward.broker.topic_partitions import handle_describe_topic_partitions
@@ -67,6 +73,9 @@ _TOPICS = [
     ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, handle_create_topics),
     ApiSpec(ApiKey.DELETE_TOPICS, 1, 7, handle_delete_topics),  # v7: the KIP-934 validate_only extension
     ApiSpec(ApiKey.CREATE_PARTITIONS, 0, 3, handle_create_partitions),
+    ApiSpec(ApiKey.ELECT_LEADERS, 0, 2, handle_elect_leaders),
+    ApiSpec(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, 1, handle_alter_partition_reassignments),
+    ApiSpec(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
 ]
 
 # Delegation tokens (KIP-48), in Kafka 4.x's ranges (v0 removed by KIP-896). A broker checks a mutation before
@@ -84,6 +93,9 @@ _CONTROLLER_TOKENS = [
 ]
 
 _MEMBERSHIP = [
+    ApiSpec(
+        ApiKey.ALTER_PARTITION, 2, 3, handle_alter_partition
+    ),  # a partition leader's ISR change (docs/reassignment.md)
     ApiSpec(ApiKey.BROKER_REGISTRATION, 0, 4, handle_broker_registration),
     ApiSpec(ApiKey.BROKER_HEARTBEAT, 0, 2, handle_broker_heartbeat),
 ]

@@ -67,6 +67,7 @@ from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
+from ksteward.server.local_isr import LocalIsrReporter
 from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
 from ksteward.server.metrics.collectors import (
     ControllerEventCollector,
@@ -233,6 +234,8 @@ class Server:
         await self._committer.begin_epoch(_leader_change(cfg.node_id))
         log.info("leading the metadata log in epoch %d", epoch)
         await self._controller.bootstrap(self._broker_registration())
+        if cfg.is_broker:  # its own broker leads partitions too (docs/reassignment.md, "Catching up")
+            self._committer.publish_hooks.append(LocalIsrReporter(self._controller, cfg.node_id).on_publish)
         self._session_check = asyncio.get_running_loop().create_task(
             self._fence_stale_brokers(), name="broker-session-check"
         )

@@ -46,6 +46,7 @@ from ksteward.server.controller_channel import (
     controller_login,
     open_controller_connection,
 )
+from ksteward.server.isr_reporter import IsrReporter
 from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.metrics.collectors import ForwardingCollector, ImageCollector
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
@@ -63,6 +64,7 @@ class BrokerServer(Server):
         super().__init__(config)
         self._follower: MetadataFollower | None = None
         self._lifecycle: BrokerLifecycle | None = None
+        self._isr_reporter: IsrReporter | None = None
         self._channel: ControllerChannel | None = None
         self._forwarding = ForwardingManager()
         self._resolver_cache: tuple[object, ConfigResolver] | None = None
@@ -151,9 +153,19 @@ class BrokerServer(Server):
             controller=controller_address,
             connect=connect,
         )
+        lifecycle = self._lifecycle
+        self._isr_reporter = IsrReporter(
+            node_id=cfg.node_id,
+            follower=self._follower,
+            broker_epoch=lambda: lifecycle.broker_epoch,
+            controller=controller_address,
+            connect=connect,
+            interval_s=cfg.broker_heartbeat_interval_ms / 1000,
+        )
         self._follower.start()
         self._lifecycle.start()
         self._channel.start()
+        self._isr_reporter.start()
         await self._wait_until_unfenced()
         self._watchdog = asyncio.get_running_loop().create_task(self._stop_when_told(), name="broker-watchdog")
         runtimes = self._listener_runtimes()
@@ -263,6 +275,8 @@ class BrokerServer(Server):
         # cancel_and_wait, not one cancel(): a handler's wait_for may swallow it (see server.tasks), and a
         # broker's connection would then keep fetching and hold the shutdown until the broker left.
         await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
+        if self._isr_reporter is not None:
+            await self._isr_reporter.close()
         if self._lifecycle is not None:
             await self._lifecycle.close()
         if self._channel is not None:

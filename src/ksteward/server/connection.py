@@ -56,7 +56,7 @@ from ksteward.protocol.connection import (
 )
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
-from ksteward.protocol.read_your_writes import response_offset
+from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
 from ksteward.server.metrics.recorders import ListenerStats, RequestMetrics, error_codes
@@ -315,7 +315,7 @@ class Connection:
         self._keep_for_metrics(response)
         if isinstance(response, PreEncoded):
             return response.frame
-        if forward is None and key in FORWARDABLE_API_KEYS:
+        if forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:
             # Answered here as the controller, after the commit: the offset a client may read after, on any
             # broker (ksteward.protocol.read_your_writes).
             committed = self.node.image.offset
