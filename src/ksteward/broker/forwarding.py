@@ -46,6 +46,7 @@ from ksteward.protocol.codec import decode_response, encode_response, response_c
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.principal import KafkaPrincipal, serialize_principal
+from ksteward.protocol.read_your_writes import without_header_tags
 
 __all__ = [
     "FORWARDABLE_API_KEYS",
@@ -154,12 +155,17 @@ class Completion:
     response: Any = None  # the kio response entity (RESPONSE and ERROR)
     response_data: bytes | None = None  # RESPONSE: the controller's response header and body, unchanged
 
-    def frame(self) -> bytes | None:
-        """The length-prefixed frame to write to the client; None to close its connection instead."""
+    def frame(self, *, with_offset: bool = True) -> bytes | None:
+        """The length-prefixed frame to write to the client; None to close its connection instead. Without
+        ``with_offset`` (the client did not ask for read-your-writes), the controller's header tags are dropped."""
         if self.outcome is Outcome.CLOSE_CONNECTION:
             return None
-        if self.response_data is not None:
-            return len(self.response_data).to_bytes(_FRAME_SIZE_BYTES, "big", signed=True) + self.response_data
+        data = self.response_data
+        if data is not None:
+            request = self.request
+            if not with_offset and response_class(request.api_key, request.api_version).__header_schema__.__flexible__:
+                data = without_header_tags(data)
+            return len(data).to_bytes(_FRAME_SIZE_BYTES, "big", signed=True) + data
         request = self.request
         return encode_response(request.api_key, request.api_version, request.correlation_id, self.response)
 

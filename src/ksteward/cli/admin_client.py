@@ -82,8 +82,10 @@ class AdminClient:
     def _call(self, api_key: int, version: int, values: dict[str, Any]) -> Any:
         self._correlation += 1
         body = build(request_class(api_key, version), values)
+        # -1 until a write has been answered: no wait, but the answers carry the committed offset.
+        offset = -1 if self.metadata_offset is None else self.metadata_offset
         payload = encode_request(api_key, version, self._correlation, "ksteward-admin", body,
-                                 min_offset=self.metadata_offset)  # fmt: skip
+                                 min_offset=offset)  # fmt: skip
         self._sock.sendall(frame(payload))
         (size,) = struct.unpack(">i", self._read_exactly(4))
         check_frame_size(size, DEFAULT_MAX_FRAME_BYTES, "the response size limit")

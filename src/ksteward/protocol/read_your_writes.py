@@ -4,14 +4,20 @@ Kafka has a race here (KAFKA-15713): a client that creates an ACL through one br
 ACLs on another broker may not see it yet, because the second broker has not applied the controller's
 record. ksteward closes it with one tagged field, in the headers only, so no message schema changes:
 
-- **Response header v1, tag** :data:`METADATA_OFFSET_TAG`: every response to a forwardable mutation
-  (CreateAcls, CreateTopics, IncrementalAlterConfigs, ...) answered by a node with the controller role,
-  directly or inside an Envelope, carries the metadata offset that node had committed when it answered:
-  at least the offset of the records the request wrote. A broker passes the forwarded response through
-  unchanged, so the client sees the controller's offset.
+- **Response header v1, tag** :data:`METADATA_OFFSET_TAG`: a response to a forwardable mutation
+  (CreateAcls, CreateTopics, IncrementalAlterConfigs, ...) answered by a node with the controller role
+  carries the metadata offset that node had committed when it answered: at least the offset of the records
+  the request wrote. Inside an Envelope it is always there (the broker is ksteward's own client); a broker
+  passes it on to its client, and a node answers with it, only when the client's request carried the tag.
 - **Request header v2, the same tag:** a request that carries an offset is answered only once the node
   has applied the metadata log up to that offset, or with REQUEST_TIMED_OUT in every entry after
-  ``ksteward.read.your.writes.timeout.ms``. A request without the tag is served at once, as Kafka serves it.
+  ``ksteward.read.your.writes.timeout.ms``. -1 asks for nothing to be applied: it only opts in to the
+  offset in the answer. A request without the tag is served at once, as Kafka serves it, and its answer has
+  no tagged field.
+
+The answer carries the tag only for a client that asked for it because not every client reads KIP-482's
+tagged fields right: kafkajs 2.2's ``Decoder.readTaggedFields`` skips one byte too few, so an unknown tag in
+a response header misaligns everything after it.
 
 The value is a signed 64-bit big-endian integer (8 bytes). Headers that are not flexible (request header
 v1, response header v0) have no tagged fields, so only flexible API versions carry it. KIP-482 makes every
@@ -68,6 +74,21 @@ def request_min_offset(payload: bytes) -> int | None:
     if tags_at >= len(payload):
         raise InvalidRequestError("request header too short for its tagged fields")
     return read_header_offset(payload, tags_at)
+
+
+def without_header_tags(response_data: bytes) -> bytes:
+    """A v1 response header and body (``response_data`` starts with the header) with the header's tagged fields
+    dropped: what a client that did not ask for the offset gets from a broker."""
+    count, pos = read_uvarint(response_data, _CORRELATION_ID_BYTES)
+    if count == 0:
+        return response_data
+    for _ in range(count):
+        _tag, pos = read_uvarint(response_data, pos)
+        size, pos = read_uvarint(response_data, pos)
+        pos += size
+    if pos > len(response_data):
+        raise InvalidRequestError("response header tagged fields run past the response")
+    return response_data[:_CORRELATION_ID_BYTES] + b"\x00" + response_data[pos:]
 
 
 def response_offset(response_data: bytes) -> int | None:

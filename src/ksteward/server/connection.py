@@ -315,7 +315,9 @@ class Connection:
         self._keep_for_metrics(response)
         if isinstance(response, PreEncoded):
             return response.frame
-        if forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:
+        if request.min_offset is None:
+            committed = None  # the client did not ask for the offset (ksteward.protocol.read_your_writes)
+        elif forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:
             # Answered here as the controller, after the commit: the offset a client may read after, on any
             # broker (ksteward.protocol.read_your_writes).
             committed = self.node.image.offset
@@ -360,7 +362,7 @@ class Connection:
         completion = await forward(client)
         self._remote_ms = (time.perf_counter() - started) * 1000
         self._keep_for_metrics(completion.response)
-        return completion.frame()
+        return completion.frame(with_offset=request.min_offset is not None)
 
     async def _forward_config_alter(
         self, forward: Forward, ctx: RequestContext, request: Request
