@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness.ceiling import CeilingProcess
+from bench._harness.cpu import Measured
 from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, round_counts, split
 from bench._harness.report import median, table, warn
 from bench._harness.runner import Benchmark, parser
@@ -121,41 +123,56 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
         ("ApiVersions v3", api_versions_frame(), api_versions_ok),
         ("Metadata v12 (all topics)", metadata_frame(), None),
     ]
-    cells = [(label, frame, check, conns) for label, frame, check in apis for conns in p.connections]
-    rounds: dict[int, list[LoadResult]] = {i: [] for i in range(len(cells))}
+    ceiling: CeilingProcess | None = None
     try:
         await server.start()
         probe = await FrameClient.connect(server.port)
         try:
-            _, av = decode_response(ApiKey.API_VERSIONS, 3, await probe.request(with_correlation_id(apis[0][1], 1)))
+            av_payload = await probe.request(with_correlation_id(apis[0][1], 1))
+            _, av = decode_response(ApiKey.API_VERSIONS, 3, av_payload)
             _, md = decode_response(ApiKey.METADATA, 12, await probe.request(with_correlation_id(apis[1][1], 2)))
         finally:
             await probe.aclose()
         assert int(av.error_code) == 0, av
         assert len(md.topics) == p.metadata_topics, (len(md.topics), p.metadata_topics)
-        for _label, frame, check, conns in cells:
+        # The ceiling (issue 17): a minimal asyncio server answering ksteward's own ApiVersions bytes.
+        ceiling = CeilingProcess(workdir, av_payload)
+        await ceiling.start()
+        cells: list[tuple[str, bytes, Callable[[bytes], bool] | None, int, Measured]] = [
+            (label, frame, check, conns, server) for label, frame, check in apis for conns in p.connections
+        ]
+        cells += [(CEILING_LABEL, apis[0][1], api_versions_ok, conns, ceiling) for conns in p.connections]
+        rounds: dict[int, list[LoadResult]] = {i: [] for i in range(len(cells))}
+        for _label, frame, check, conns, target in cells:
             warm = [with_correlation_id(frame, -1 - i) for i in range(p.warmup)]
-            await closed_loop(server, split(warm, conns), check=check, budget_s=min(10.0, p.round_budget_s))
+            await closed_loop(target, split(warm, conns), check=check, budget_s=min(10.0, p.round_budget_s))
         for r in range(p.rounds):
-            for index, (_label, frame, check, conns) in enumerate(cells):
+            for index, (_label, frame, check, conns, target) in enumerate(cells):
                 count = round_counts(p.requests_1 if conns == 1 else p.requests_50, p.rounds)[r]
                 frames = [with_correlation_id(frame, i) for i in range(count)]
-                result = await closed_loop(server, split(frames, conns), check=check, budget_s=p.round_budget_s)
+                result = await closed_loop(target, split(frames, conns), check=check, budget_s=p.round_budget_s)
                 rounds[index].append(result)
             print(f"  round {r + 1}/{p.rounds} done", flush=True)
         await server.stop()
+        await ceiling.stop()
     finally:
         server.kill()
+        if ceiling is not None:
+            await ceiling.stop()
     rows = [
         {"api": label, "connections": conns, **cell_stats(merge(rounds[i]), rounds[i])}
-        for i, (label, _, _, conns) in enumerate(cells)
+        for i, (label, _, _, conns, _) in enumerate(cells)
     ]
+    ratios = ceiling_ratios(rows, p.connections)
     print()
     title = (
         f"1. Requests over loopback: closed loop, one request in flight per connection "
         f"({len(md.topics)} topics, {len(md.brokers)} broker; each cell in {p.rounds} interleaved rounds)"
     )
     print(table(title, REQUEST_COLUMNS, rows))
+    print()
+    print(table("   ksteward against the ceiling (goal: at least 0.5 for ApiVersions and small Metadata)",
+                RATIO_TO_CEILING_COLUMNS, ratios))  # fmt: skip
     problems = [f"{r['api']}, {r['connections']} connection(s): {r['failed']} failed" for r in rows if r["failed"]]
     problems += [f"{r['api']}, {r['connections']} connection(s): stopped by the time budget after "
                  f"{r['requests']:,} requests" for r in rows if r["truncated"]]  # fmt: skip
@@ -168,8 +185,25 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
         "metadata_topics": len(md.topics),
         "brokers": len(md.brokers),
         "cells": rows,
+        "ceiling_ratios": ratios,
         "problems": problems,
     }
+
+
+CEILING_LABEL = "ceiling: pre-encoded ApiVersions"
+RATIO_TO_CEILING_COLUMNS = [("api", "api"), ("conns", "connections"), ("ksteward req/s", "per_s"),
+                            ("ceiling req/s", "ceiling_per_s"), ("ksteward / ceiling", "ratio")]  # fmt: skip
+
+
+def ceiling_ratios(rows: list[dict[str, Any]], connections: tuple[int, ...]) -> list[dict[str, Any]]:
+    """Each ksteward cell's rate over the ceiling's at the same connection count."""
+    ceiling = {r["connections"]: r["per_s"] for r in rows if r["api"] == CEILING_LABEL}
+    return [
+        {"api": r["api"], "connections": r["connections"], "per_s": r["per_s"],
+         "ceiling_per_s": ceiling[r["connections"]], "ratio": round(r["per_s"] / ceiling[r["connections"]], 3)}
+        for r in rows
+        if r["api"] != CEILING_LABEL and ceiling.get(r["connections"])
+    ]  # fmt: skip
 
 
 # --- 2. durable mutations: group commit vs one fsync per batch -----------------------------------------

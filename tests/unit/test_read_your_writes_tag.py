@@ -21,6 +21,8 @@ from ksteward.protocol.read_your_writes import (
     read_header_offset,
     request_min_offset,
     response_offset,
+    with_offset_tag,
+    without_header_tags,
 )
 from ksteward.server.offset_waiters import OffsetWaiters
 
@@ -95,3 +97,14 @@ def test_waiters_resolve_in_offset_order_once_applied() -> None:
         return done
 
     assert sorted(asyncio.run(run())) == [3, 5, 7]
+
+
+def test_the_offset_goes_into_a_pre_encoded_frame_and_out_again() -> None:
+    body = b"\x00\x00\x00\x00body"
+    frame = struct.pack(">i", 4 + 1 + len(body)) + struct.pack(">i", 77) + b"\x00" + body
+    tagged = with_offset_tag(frame, 123_456)
+    (size,) = struct.unpack_from(">i", tagged, 0)
+    assert size == len(tagged) - 4
+    assert response_offset(tagged[4:]) == 123_456
+    assert tagged[4:8] == frame[4:8] and tagged.endswith(body)
+    assert without_header_tags(tagged[4:]) == frame[4:]

@@ -21,6 +21,7 @@ they go to the controller as TOPIC changes do.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -146,6 +147,10 @@ def _describe_one(
     return describe_client_metrics(stored, include_synonyms=synonyms, include_documentation=documentation, keys=keys)
 
 
+#: Resources described between two yields to the event loop (a few ms of work).
+RESOURCES_PER_SLICE = 50
+
+
 async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     synonyms = bool(getattr(request, "include_synonyms", False))
@@ -162,7 +167,9 @@ async def handle_describe_configs(node: Node, ctx: RequestContext, request: Any)
         return PreEncoded(frame, error_codes=tuple(int(r[0]) for r in results))
     resolver = node.config_resolver()
     denied: list[ResourceResult] = []
-    for resource, rtype in zip(resources, types, strict=True):
+    for n, (resource, rtype) in enumerate(zip(resources, types, strict=True)):
+        if n and not n % RESOURCES_PER_SLICE:
+            await asyncio.sleep(0)  # the others' turn; the resolver holds one image, so the answer is unchanged
         name = resource.resource_name
         if not _may(node, ctx, AclOperation.DESCRIBE_CONFIGS, rtype, name):
             code, message = _denied(rtype)

@@ -48,7 +48,7 @@ from ksteward.protocol.codec import PreEncoded, Request, decode_request, encode_
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.principal import PrincipalSerdeError, deserialize_principal
-from ksteward.protocol.read_your_writes import UNTAGGED_READS
+from ksteward.protocol.read_your_writes import UNTAGGED_READS, with_offset_tag
 from ksteward.safe_log import log_failure
 
 log = logging.getLogger(__name__)
@@ -158,12 +158,15 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
         what = f"forwarded {api_name(request.api_key)} v{ctx.api_version} from {ctx.principal} failed"
         log_failure(log, f"{what}; answering UNKNOWN_SERVER_ERROR", exc, stack_level=logging.ERROR)
         response = build(response_class(request.api_key, request.api_version), values)
-    if isinstance(response, PreEncoded):
-        return response.frame[_FRAME_SIZE_BYTES:]
-    if carries_error(response, ErrorCode.not_controller):
-        return None
     # The offset the client may read after, on any broker (ksteward.protocol.read_your_writes).
     offset = None if request.api_key in UNTAGGED_READS else node.image.offset
+    if isinstance(response, PreEncoded):
+        frame = response.frame
+        if offset is not None and response_class(request.api_key, request.api_version).__header_schema__.__flexible__:
+            frame = with_offset_tag(frame, offset)
+        return frame[_FRAME_SIZE_BYTES:]
+    if carries_error(response, ErrorCode.not_controller):
+        return None
     frame = encode_response(request.api_key, request.api_version, request.correlation_id, response,
                             metadata_offset=offset)  # fmt: skip
     return frame[_FRAME_SIZE_BYTES:]

@@ -91,6 +91,15 @@ def without_header_tags(response_data: bytes) -> bytes:
     return response_data[:_CORRELATION_ID_BYTES] + b"\x00" + response_data[pos:]
 
 
+def with_offset_tag(frame: bytes, offset: int) -> bytes:
+    """A whole response frame whose v1 header has an empty tagged-field section (as ksteward's encoders write
+    it), with the metadata offset put in that section and the size prefix grown to match."""
+    if frame[8:9] != b"\x00":
+        raise ValueError("the response header already has tagged fields")
+    rest = frame[4:8] + offset_tags(offset) + frame[9:]
+    return struct.pack(">i", len(rest)) + rest
+
+
 def response_offset(response_data: bytes) -> int | None:
     """The metadata offset in a v1 response header (``response_data`` starts with it)."""
     return read_header_offset(response_data, _CORRELATION_ID_BYTES)

@@ -56,7 +56,7 @@ from ksteward.protocol.connection import (
 )
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
-from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset
+from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset, with_offset_tag
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
 from ksteward.server.metrics.recorders import ListenerStats, RequestMetrics, error_codes
@@ -313,14 +313,16 @@ class Connection:
             log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
         self._keep_for_metrics(response)
-        if isinstance(response, PreEncoded):
-            return response.frame
         if request.min_offset is None:
             committed = None  # the client did not ask for the offset (ksteward.protocol.read_your_writes)
         elif forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:
             # Answered here as the controller, after the commit: the offset a client may read after, on any
             # broker (ksteward.protocol.read_your_writes).
             committed = self.node.image.offset
+        if isinstance(response, PreEncoded):
+            if committed is None or not response_class(key, request.api_version).__header_schema__.__flexible__:
+                return response.frame
+            return with_offset_tag(response.frame, committed)
         return encode_response(key, request.api_version, request.correlation_id, response, metadata_offset=committed)
 
     async def _applied(self, offset: int) -> bool:

@@ -1,0 +1,78 @@
+"""Answers too big to build in one go on the event loop (issue 17): a listing of every topic is built in slices,
+DescribeAcls and DeleteAcls of thousands of ACLs are encoded in a worker thread, DescribeConfigs of many topics
+yields between resources. Whatever the path, the answer must be complete and exact, and a client that asked for
+the read-your-writes offset still gets it on the thread-encoded DeleteAcls answer."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterator
+
+import pytest
+from harness import KstewardServer
+from rawkafka import RawConnection, connect
+
+from ksteward.broker.acls import ACLS_ENCODED_ON_THE_LOOP
+from ksteward.broker.cluster import TOPICS_PER_SLICE
+from ksteward.broker.configs import RESOURCES_PER_SLICE
+from ksteward.protocol.apis import ApiKey
+
+ACLS = ACLS_ENCODED_ON_THE_LOOP + 500
+TOPICS = TOPICS_PER_SLICE * 2 + 7
+ANY = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
+       "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KstewardServer]:
+    server = KstewardServer(tmp_path_factory.mktemp("big"), "sasl", name="big")
+    try:
+        yield server.start()
+    finally:
+        server.kill()
+
+
+def admin(server: KstewardServer) -> RawConnection:
+    conn = connect(server.address)
+    assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
+    return conn
+
+
+def test_every_topic_listed_across_slices(big_server: KstewardServer) -> None:
+    names = [f"big-{i:05d}" for i in range(TOPICS)]
+    with admin(big_server) as conn:
+        topics = [{"name": n, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}
+                  for n in names]  # fmt: skip
+        created = conn.request(ApiKey.CREATE_TOPICS, 7, {"topics": topics, "timeout": datetime.timedelta(seconds=30),
+                                                         "validate_only": False}).body  # fmt: skip
+        assert {int(t.error_code) for t in created.topics} == {0}
+        listed = conn.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False}).body  # fmt: skip
+        assert sorted(t.name for t in listed.topics if t.name.startswith("big-")) == names
+        assert {len(t.partitions) for t in listed.topics if t.name.startswith("big-")} == {2}
+        count = RESOURCES_PER_SLICE * 2 + 3
+        resources = [{"resource_type": 2, "resource_name": n, "configuration_keys": ["retention.ms"]}
+                     for n in names[:count]]  # fmt: skip
+        described = conn.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": resources, "include_synonyms": False,
+                                                              "include_documentation": False}).body  # fmt: skip
+        assert [r.resource_name for r in described.results] == names[:count]
+        assert {(r.configs[0].name, int(r.error_code)) for r in described.results} == {("retention.ms", 0)}
+
+
+def test_thousands_of_acls_described_and_deleted(big_server: KstewardServer) -> None:
+    creations = [{"resource_type": 2, "resource_name": f"acl-topic-{i}", "resource_pattern_type": 3,
+                  "principal": f"User:u{i % 7}", "host": "*", "operation": 3, "permission_type": 3}
+                 for i in range(ACLS)]  # fmt: skip
+    with admin(big_server) as conn:
+        for start in range(0, ACLS, 1000):
+            results = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": creations[start : start + 1000]}).body.results
+            assert {int(r.error_code) for r in results} == {0}
+        described = conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY).body
+        assert sum(len(r.acls) for r in described.resources) == ACLS
+        assert {r.resource_name for r in described.resources} == {c["resource_name"] for c in creations}
+        deleted = conn.request(ApiKey.DELETE_ACLS, 3, {"filters": [ANY]}, min_offset=-1)
+        [result] = deleted.body.filter_results
+        assert int(result.error_code) == 0 and len(result.matching_acls) == ACLS
+        assert {m.resource_name for m in result.matching_acls} == {c["resource_name"] for c in creations}
+        assert deleted.metadata_offset is not None  # asked for, and added to the thread-encoded frame
+        assert conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY).body.resources == ()
