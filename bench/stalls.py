@@ -14,7 +14,8 @@ encoded from the image, the later ones reuse the kept bytes):
 - Metadata v12 of every topic;
 - DescribeAcls v3 of every ACL (the ANY filter);
 - DescribeConfigs v4 of 1,000 topics;
-- DeleteAcls v3 of every ACL (the ANY filter), once: it deletes them.
+- DeleteAcls v3 of every ACL, once: it deletes them, in requests of at most 10,000 ACLs (Kafka's cap on the
+  records of one request).
 
 Prints one table and writes ``bench/results/stalls.json``. Goals: Metadata of 100,000 topics in at most
 0.5 s to the last byte, and the probe's p99 at most 20 ms during Metadata and during the DeleteAcls.
@@ -90,9 +91,11 @@ class Probe:
             await client.aclose()
 
 
-async def timed_with_probe(server: Measured, frame: bytes, check: Callable[[bytes], str]) -> dict[str, Any]:
-    """Send ``frame`` on a new connection with the probe running; the seconds to the last byte of the answer,
-    what ``check`` says of it, and the probe's latencies meanwhile."""
+async def timed_with_probe(
+    server: Measured, frames: list[bytes], check: Callable[[bytes], int], unit: str
+) -> dict[str, Any]:
+    """Send ``frames`` one after the other on a new connection with the probe running; the seconds to the last
+    byte of the last answer, the ``unit``s ``check`` counts in the answers, and the probe's latencies meanwhile."""
     client = await FrameClient.connect(server.port)
     probe = Probe.of(server)
     probe_task = asyncio.create_task(probe.run())
@@ -101,7 +104,7 @@ async def timed_with_probe(server: Measured, frame: bytes, check: Callable[[byte
             await asyncio.sleep(0.001)
         before = len(probe.latencies_ns)
         started = time.perf_counter()
-        payload = await client.request(frame, timeout=900)
+        payloads = [await client.request(frame, timeout=900) for frame in frames]
         seconds = time.perf_counter() - started
     finally:
         probe.stop.set()
@@ -110,8 +113,9 @@ async def timed_with_probe(server: Measured, frame: bytes, check: Callable[[byte
     during = probe.latencies_ns[before:]
     return {
         "seconds": round(seconds, 3),
-        "answer": check(payload),
-        "mib": round(len(payload) / 2**20, 2),
+        "requests": len(frames),
+        "answer": f"{sum(check(payload) for payload in payloads):,} {unit}",
+        "mib": round(sum(len(payload) for payload in payloads) / 2**20, 2),
         "probe_requests": len(during),
         "probe_p50_ms": round(percentile_ms(during, 50), 2),
         "probe_p99_ms": round(percentile_ms(during, 99), 2),
@@ -119,17 +123,37 @@ async def timed_with_probe(server: Measured, frame: bytes, check: Callable[[byte
     }
 
 
-def count_check(api: int, version: int, field: str, inner: str | None = None) -> Callable[[bytes], str]:
-    def check(payload: bytes) -> str:
+def count_check(api: int, version: int, field: str, inner: str | None = None) -> Callable[[bytes], int]:
+    """Counts the entries of ``field`` (or of each entry's ``inner``) of an answer; fails on an error code."""
+
+    def check(payload: bytes) -> int:
         _, body = decode_response(api, version, payload)
         items = getattr(body, field)
-        n = sum(len(getattr(i, inner)) for i in items) if inner else len(items)
-        return f"{n:,} {inner or field}"
+        assert all(int(getattr(i, "error_code", 0)) == 0 for i in items), items[:3]
+        return sum(len(getattr(i, inner)) for i in items) if inner else len(items)
 
     return check
 
 
-COLUMNS = [("request", "request"), ("run", "run"), ("s to last byte", "seconds"), ("answer", "answer"),
+def delete_all_frames(acls: int, topics: int) -> list[bytes]:
+    """DeleteAcls requests that together delete every generated ACL, none over Kafka's 10,000 records a request
+    (``QuorumController.MAX_RECORDS_PER_USER_OP``): the PREFIXED ones (all on one name) first, then the
+    LITERAL ones, 100 topic names (about ``acls / topics`` ACLs each) a request."""
+
+    def name_filter(name: str, pattern: int) -> dict[str, Any]:
+        return {**ANY_ACL, "resource_type_filter": 2, "resource_name_filter": name, "pattern_type_filter": pattern}
+
+    frames = [encode_request(ApiKey.DELETE_ACLS, 3, {"filters": [name_filter(topic_name(0)[:14], 4)]})]
+    names = [topic_name(t) for t in range(topics)]
+    per_request = max(1, min(100, 9_000 // max(1, acls // max(topics, 1))))
+    for start in range(0, len(names), per_request):
+        filters = [name_filter(n, 3) for n in names[start : start + per_request]]
+        frames.append(encode_request(ApiKey.DELETE_ACLS, 3, {"filters": filters}))
+    return frames
+
+
+COLUMNS = [("request", "request"), ("run", "run"), ("requests", "requests"), ("s to last byte", "seconds"),
+           ("answer", "answer"),
            ("MiB", "mib"), ("probe requests", "probe_requests"), ("probe p50 ms", "probe_p50_ms"),
            ("probe p99 ms", "probe_p99_ms"), ("probe max ms", "probe_max_ms")]  # fmt: skip
 
@@ -152,7 +176,7 @@ async def section_big(p: Params, workdir: Path) -> dict[str, Any]:
         for run in range(1, p.runs + 1):
             frame = with_correlation_id(metadata_frame(), run)
             rows.append({"request": f"Metadata v12, all {p.topics:,} topics", "run": run,
-                         **await timed_with_probe(server, frame, check)})  # fmt: skip
+                         **await timed_with_probe(server, [frame], check, "topics")})  # fmt: skip
             print(f"  Metadata run {run}: {rows[-1]['seconds']} s", flush=True)
         problems += [f"topics server log: {line}" for line in server.log_errors()]
         await server.stop()
@@ -163,8 +187,9 @@ async def section_big(p: Params, workdir: Path) -> dict[str, Any]:
         describe_acls = encode_request(ApiKey.DESCRIBE_ACLS, 3, ANY_ACL)
         for run in range(1, p.runs + 1):
             rows.append({"request": f"DescribeAcls v3, all {p.acls:,} ACLs", "run": run,
-                         **await timed_with_probe(server, with_correlation_id(describe_acls, run),
-                                                  count_check(ApiKey.DESCRIBE_ACLS, 3, "resources", "acls"))})  # fmt: skip
+                         **await timed_with_probe(server, [with_correlation_id(describe_acls, run)],
+                                                  count_check(ApiKey.DESCRIBE_ACLS, 3, "resources", "acls"),
+                                                  "ACLs")})  # fmt: skip
         resources = [{"resource_type": 2, "resource_name": topic_name(t), "configuration_keys": None}
                      for t in range(p.config_topics)]  # fmt: skip
         describe_configs = encode_request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": resources,
@@ -172,12 +197,13 @@ async def section_big(p: Params, workdir: Path) -> dict[str, Any]:
                                                                        "include_documentation": False})  # fmt: skip
         for run in range(1, p.runs + 1):
             rows.append({"request": f"DescribeConfigs v4, {p.config_topics:,} topics", "run": run,
-                         **await timed_with_probe(server, with_correlation_id(describe_configs, run),
-                                                  count_check(ApiKey.DESCRIBE_CONFIGS, 4, "results"))})  # fmt: skip
-        delete = encode_request(ApiKey.DELETE_ACLS, 3, {"filters": [ANY_ACL]})
+                         **await timed_with_probe(server, [with_correlation_id(describe_configs, run)],
+                                                  count_check(ApiKey.DESCRIBE_CONFIGS, 4, "results"),
+                                                  "topics")})  # fmt: skip
+        deletes = [with_correlation_id(f, i) for i, f in enumerate(delete_all_frames(p.acls, p.config_topics))]
+        check = count_check(ApiKey.DELETE_ACLS, 3, "filter_results", "matching_acls")
         rows.append({"request": f"DeleteAcls v3, all {p.acls:,} ACLs", "run": 1,
-                     **await timed_with_probe(server, delete,
-                                              count_check(ApiKey.DELETE_ACLS, 3, "filter_results", "matching_acls"))})  # fmt: skip
+                     **await timed_with_probe(server, deletes, check, "ACLs deleted")})  # fmt: skip
         problems += [f"acls server log: {line}" for line in server.log_errors()]
         await server.stop()
     finally:
