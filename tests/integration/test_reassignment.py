@@ -1,6 +1,7 @@
 """Partition reassignment and leader elections on a real cluster (issue 20): one controller and brokers 2, 3 and 4,
-driven by kafka-python (alter / list reassignments, elect_leaders, describe_topics), kafkajs (list
-reassignments), confluent-kafka (Metadata, elect_leaders) and the raw wire; docs/reassignment.md."""
+driven by kafka-python (alter / list reassignments, elect_leaders, describe_topics), kafkajs (alter / list
+reassignments), confluent-kafka (Metadata, elect_leaders) and the raw wire (DescribeTopicPartitions at each step,
+errors, authorization); docs/reassignment.md."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def kafka_python_view(node: ClusterNode, topic: str, pid: int = 0) -> PartitionV
     return tuple(p["replica_nodes"]), tuple(p["isr_nodes"]), p["leader_id"]
 
 
+def dtp_view(node: ClusterNode, topic: str, pid: int = 0) -> PartitionView:
+    """Replicas, ISR and leader as DescribeTopicPartitions (api 75, KIP-966) shows them on ``node``."""
+    with connect(node.address) as conn:
+        body = conn.request(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, {"topics": [{"name": topic}],
+                                                                   "response_partition_limit": 2000,
+                                                                   "cursor": None}).body  # fmt: skip
+    [described] = body.topics
+    p = next(p for p in described.partitions if p.partition_index == pid)
+    return tuple(p.replica_nodes), tuple(p.isr_nodes), int(p.leader_id)
+
+
 def leader_epoch(node: ClusterNode, topic: str) -> int:
     with connect(node.address) as conn:
         body = conn.request(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": None}],
@@ -91,6 +103,7 @@ def test_a_replica_moves_and_the_isr_follows(cluster3: Cluster) -> None:
     step = ((3, 4, 2), (2, 3), 2)
     wait_shows([two, three], "moving", step, "the ISR to take broker 3 while broker 4 is down")
     assert kafka_python_view(three, "moving") == step
+    assert dtp_view(three, "moving") == step
     assert admin.list_partition_reassignments() == {
         tp: {"replicas": [3, 4, 2], "adding_replicas": [3, 4], "removing_replicas": [2]}
     }
@@ -99,6 +112,7 @@ def test_a_replica_moves_and_the_isr_follows(cluster3: Cluster) -> None:
     done = ((3, 4), (3, 4), 3)
     wait_shows([two, three, four], "moving", done, "the move to complete once broker 4 is back")
     assert kafka_python_view(four, "moving") == done
+    assert dtp_view(four, "moving") == done
     assert admin.list_partition_reassignments() == {}
     assert leader_epoch(three, "moving") == epoch_before + 1  # the removed leader handed over
     admin.close()
