@@ -92,14 +92,25 @@ class _TopicBytes:
 _TOPIC_BYTES = _TopicBytes()
 
 
+_ALIVE: list[tuple[object, frozenset[int]]] = []  # the last broker registrations seen, and their unfenced ids
+
+
+def _alive(image: MetadataImage) -> frozenset[int]:
+    """The unfenced brokers: a partition's replicas outside them are offline (Kafka's ``getOfflineReplicas``)."""
+    if _ALIVE and _ALIVE[0][0] is image.cluster:
+        return _ALIVE[0][1]
+    alive = frozenset(broker_id for broker_id, reg in image.cluster.items() if not reg.fenced)
+    _ALIVE[:] = [(image.cluster, alive)]
+    return alive
+
+
 def _encode_topic(encoder: TopicEncoder, image: MetadataImage, name: str, authorized_operations: int) -> bytes:
     topic = image.topics.by_name[name]
-    cluster = image.cluster
+    alive = _alive(image)
     partitions = [
-        (pid, p.leader, p.leader_epoch, p.replicas, p.isr,
-         [r for r in p.replicas if r not in cluster or cluster[r].fenced])
+        (pid, p.leader, p.leader_epoch, p.replicas, p.isr, tuple(r for r in p.replicas if r not in alive))
         for pid, p in sorted(topic.partitions.items())
-    ]  # fmt: skip
+    ]
     return encoder.topic(ErrorCode.none, topic.name, topic.id, topic.name in INTERNAL_TOPICS, partitions,
                          authorized_operations)  # fmt: skip
 

@@ -77,6 +77,7 @@ class TopicEncoder:
         self.version = version
         self.flexible = version >= 9
         self._ints = _Ints(self.flexible)
+        self._tails: dict[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], bytes] = {}
 
     def error(self, error_code: int, name: str | None, topic_id: uuid.UUID | None) -> bytes:
         """An entry with an error and no partitions (unknown, unauthorized or invalid)."""
@@ -100,16 +101,22 @@ class TopicEncoder:
         if v >= 1:
             parts.append(b"\x01" if is_internal else b"\x00")
         rows = []
+        tails = self._tails
         for index, leader, epoch, replicas, isr, offline in partitions:
-            head = (
-                _ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch)
-                if v >= 7
-                else _ERR_INDEX_LEADER.pack(0, index, leader)
-            )
-            row = head + ints(replicas) + ints(isr)
-            if v >= 5:
-                row += ints(offline)
-            rows.append(row + b"\x00" if flexible else row)
+            # Everything after the leader epoch (the three lists, the tag section) is shared by most partitions.
+            key = (tuple(replicas), tuple(isr), tuple(offline))
+            tail = tails.get(key)
+            if tail is None:
+                tail = ints(replicas) + ints(isr)
+                if v >= 5:
+                    tail += ints(offline)
+                if flexible:
+                    tail += b"\x00"
+                tails[key] = tail
+            if v >= 7:
+                rows.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch) + tail)
+            else:
+                rows.append(_ERR_INDEX_LEADER.pack(0, index, leader) + tail)
         parts.append(_count(len(rows), flexible))
         parts += rows
         if v >= 8:
