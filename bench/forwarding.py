@@ -264,8 +264,8 @@ async def section_forwarding(p: Params, workdir: Path) -> dict[str, Any]:
     for server in (combined, controller, broker):
         problems += [f"{server.name} log: {line}" for line in server.log_errors()]
     warn(problems)
-    met = all(r["goal"] == "PASS" for r in ratios)
-    print(f"\ngoal (forwarded p50 <= {GOAL_P50_RATIO}x direct, every API): {'PASS' if met else 'MISS'}")
+    met = all(r["goal"] == "PASS" for r in ratios if r["goal"] != "(reference)")
+    print(f"\ngoal (forwarded p50 <= {GOAL_P50_RATIO}x direct, every committing mutation): {'PASS' if met else 'MISS'}")
     return {"cells": rows, "ratios": ratios, "goal_p50_ratio": GOAL_P50_RATIO, "goal_met": met, "problems": problems}
 
 
@@ -290,7 +290,8 @@ def ratio_row(label: str, rows: Sequence[dict[str, Any]], round_trip_p50_ms: flo
         "direct_per_s": dt["per_s"],
         "forwarded_per_s": ft["per_s"],
         "throughput_ratio": round(ft["per_s"] / dt["per_s"], 2) if dt["per_s"] else None,
-        "goal": "PASS" if p50 <= GOAL_P50_RATIO else "MISS",
+        # The goal is on the mutations that commit; validate_only (nothing written) is a reference.
+        "goal": ("PASS" if p50 <= GOAL_P50_RATIO else "MISS") if "validate_only" not in label else "(reference)",
     }
 
 
