@@ -115,8 +115,10 @@ async def start_nodes(p: Params, workdir: Path) -> tuple[list[ServerProcess], li
         await node.start()
         return [node], [node]
     cluster_id = new_cluster_id()
+    # The controller authorizes forwarded requests as the client (KIP-590): admin is a super user there too.
     controller = controller_node(workdir, "controller", cluster_id,
-                                 overrides={"audit.log.dir": str(workdir / "controller-audit")})  # fmt: skip
+                                 overrides={"audit.log.dir": str(workdir / "controller-audit"),
+                                            "super.users": f"{SECURITY['super.users']};User:{ADMIN[0]}"})  # fmt: skip
     await controller.start()
     brokers = []
     for i in range(p.brokers):
