@@ -66,6 +66,8 @@ bench: dev
 	$(PY) -m bench.catchup
 	$(PY) -m bench.replication_lag
 	$(PY) -m bench.metrics
+	$(PY) -m bench.load
+	$(PY) -m bench.stalls
 
 clean:
 	rm -rf $(VENV) tests/js/node_modules
