@@ -25,8 +25,12 @@ def apply(image: MetadataImage, records: Sequence[Any]) -> MetadataImage:
 
 def test_a_new_log_gets_metadata_version_and_the_registration() -> None:
     done = bootstrap(EMPTY_IMAGE, BROKER)
-    feature, registration = done.records
-    assert feature == FeatureLevelRecord(name="metadata.version", feature_level=25)
+    *features, registration = done.records
+    assert features == [  # as Kafka 4.0's kafka-storage format finalizes them
+        FeatureLevelRecord(name="metadata.version", feature_level=25),
+        FeatureLevelRecord(name="group.version", feature_level=1),
+        FeatureLevelRecord(name="transaction.version", feature_level=2),
+    ]
     assert isinstance(registration, RegisterBrokerRecord)
     assert (registration.broker_id, registration.incarnation_id, registration.rack) == (1, uuid.UUID(int=7), "r1")
     assert registration.broker_epoch == 0 and not registration.fenced
@@ -47,8 +51,8 @@ def test_a_new_log_gets_metadata_version_and_the_registration() -> None:
     assert done.response is None
 
 
-def test_a_controller_only_node_writes_only_metadata_version() -> None:
-    assert [type(r) for r in bootstrap(EMPTY_IMAGE, None).records] == [FeatureLevelRecord]
+def test_a_controller_only_node_writes_only_the_features() -> None:
+    assert [type(r) for r in bootstrap(EMPTY_IMAGE, None).records] == [FeatureLevelRecord] * 3
 
 
 def test_an_unchanged_restart_writes_nothing_and_a_changed_rack_registers_again() -> None:

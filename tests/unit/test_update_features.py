@@ -40,9 +40,11 @@ def run(image: MetadataImage, *updates: tuple[str, int, int]) -> tuple[list[tupl
 
 
 def test_upgrade_then_safe_downgrade_of_group_version() -> None:
-    records, code, _ = run(BASE, ("group.version", 1, UP))
+    assert BASE.features["group.version"] == 1  # a new log finalizes it, as Kafka 4.0's format does
+    base = apply(BASE, [FeatureLevelRecord(name="group.version", feature_level=0)])
+    records, code, _ = run(base, ("group.version", 1, UP))
     assert (records, code) == ([("group.version", 1)], ErrorCode.none)
-    upgraded = apply(BASE, update_features(BASE, 1, [FeatureUpdate("group.version", 1, UP)]).records)
+    upgraded = apply(base, update_features(base, 1, [FeatureUpdate("group.version", 1, UP)]).records)
     assert upgraded.features["group.version"] == 1
     assert run(upgraded, ("group.version", 0, UP))[1:] == (
         ErrorCode.invalid_update_version,
@@ -67,7 +69,8 @@ def test_upgrade_then_safe_downgrade_of_group_version() -> None:
 )
 def test_invalid_updates(update: tuple[str, int, int], message: str) -> None:
     name, level, _ = update
-    assert run(BASE, update) == (
+    low = apply(BASE, [FeatureLevelRecord(name="transaction.version", feature_level=0)])  # below its maximum
+    assert run(low, update) == (
         [],
         ErrorCode.invalid_update_version,
         f"Invalid update version {level} for feature {name}. {message}",

@@ -19,7 +19,12 @@ from kio.schema.types import BrokerId
 from kio.static.primitive import i16, i64, u16
 
 from ksteward.configs.server_config import Endpoint
-from ksteward.controller.features import METADATA_VERSION, METADATA_VERSION_LEVEL, SUPPORTED_FEATURES
+from ksteward.controller.features import (
+    BOOTSTRAP_FEATURES,
+    METADATA_VERSION,
+    METADATA_VERSION_LEVEL,
+    SUPPORTED_FEATURES,
+)
 from ksteward.controller.result import ControllerResult
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.records import BrokerEndpoint, BrokerFeature, FeatureLevelRecord, RegisterBrokerRecord
@@ -68,10 +73,13 @@ def registration_record(image: MetadataImage, broker: BrokerRegistration) -> Reg
 
 
 def bootstrap(image: MetadataImage, broker: BrokerRegistration | None) -> ControllerResult[None]:
-    """First start: finalize metadata.version. Every start of a broker: register it if needed."""
+    """First start: finalize the features as ``kafka-storage format`` does for Kafka 4.0 (metadata.version, and
+    group.version 1 and transaction.version 2, Kafka 4.0's production defaults). Every start of a broker:
+    register it if needed."""
     records: list[object] = []
     if METADATA_VERSION not in image.features:
         records.append(FeatureLevelRecord(name=METADATA_VERSION, feature_level=i16(METADATA_VERSION_LEVEL)))
+        records += [FeatureLevelRecord(name=name, feature_level=i16(level)) for name, level in BOOTSTRAP_FEATURES]
     if broker is not None:
         wanted = registration_record(image, broker)
         current = image.cluster.get(broker.node_id)

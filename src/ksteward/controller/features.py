@@ -38,6 +38,10 @@ SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
     TRANSACTION_VERSION: (0, 2),
 }
 
+#: The other features a new log finalizes, at the levels Kafka 4.0's ``kafka-storage format`` gives them by
+#: default (``Feature.PRODUCTION_FEATURES`` at metadata.version 4.0-IV3).
+BOOTSTRAP_FEATURES: tuple[tuple[str, int], ...] = ((GROUP_VERSION, 1), (TRANSACTION_VERSION, 2))
+
 # Kafka's MetadataVersion.didMetadataChange for the levels ksteward supports (3.3-IV3 .. 4.0-IV3): a downgrade
 # across a level that changed the metadata could lose information and is refused.
 _METADATA_CHANGED: Mapping[int, bool] = {

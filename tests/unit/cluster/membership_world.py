@@ -11,6 +11,7 @@ from kio.static.primitive import i16, u16
 
 from ksteward.configs.server_config import Endpoint
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
+from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.controller.membership import (
     ClusterControlManager,
     HeartbeatReply,
@@ -59,8 +60,8 @@ def registration(broker_id: int, incarnation: uuid.UUID | None = None, **changes
         "incarnation_id": incarnation or uuid.uuid4(),
         "listeners": (BrokerEndpoint(name="PLAINTEXT", host="localhost", port=u16(9100 + broker_id),
                                      security_protocol=i16(0)),),
-        "features": (BrokerFeature(name="metadata.version", min_supported_version=i16(7),
-                                   max_supported_version=i16(25)),),
+        "features": tuple(BrokerFeature(name=name, min_supported_version=i16(lo), max_supported_version=i16(hi))
+                          for name, (lo, hi) in SUPPORTED_FEATURES.items()),  # as every ksteward broker registers
         "log_dirs": (uuid.uuid4(),),
     }  # fmt: skip
     values.update(changes)

@@ -27,9 +27,11 @@ def test_a_new_broker_is_registered_fenced_with_the_records_offset_as_its_epoch(
 
 def test_the_record_version_follows_metadata_version() -> None:
     image, manager = new_world(level=7)
-    request = registration(2, log_dirs=(), features=(BrokerFeature(name="metadata.version",
-                                                                   min_supported_version=i16(7),
-                                                                   max_supported_version=i16(7)),))  # fmt: skip
+    features = tuple(
+        BrokerFeature(name=name, min_supported_version=i16(lo), max_supported_version=i16(hi))
+        for name, (lo, hi) in (("metadata.version", (7, 7)), ("group.version", (0, 1)), ("transaction.version", (0, 2)))
+    )
+    request = registration(2, log_dirs=(), features=features)
     [record] = manager.register_broker(image, request, 0.0).records
     assert type(record) is RegisterBrokerRecordV1  # no log directories before 3.7-IV2
 
