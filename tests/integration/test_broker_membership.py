@@ -49,7 +49,12 @@ def registration(server: KstewardServer, incarnation: uuid.UUID) -> dict[str, An
         "listeners": [
             {"name": "SASL_PLAINTEXT", "host": HOST, "port": server.port, "security_protocol": SASL_PLAINTEXT}
         ],
-        "features": [{"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25}],
+        # Every finalized feature must be supported (a new log finalizes these three, as Kafka 4.0's format does).
+        "features": [
+            {"name": "metadata.version", "min_supported_version": 7, "max_supported_version": 25},
+            {"name": "group.version", "min_supported_version": 0, "max_supported_version": 1},
+            {"name": "transaction.version", "min_supported_version": 0, "max_supported_version": 2},
+        ],
         "rack": None,
         "log_dirs": [uuid.uuid4()],
     }
