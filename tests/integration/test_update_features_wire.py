@@ -65,6 +65,12 @@ def finalized(conn: RawConnection, version: int = 4) -> tuple[dict[str, int], in
 def test_kafka_python_describes_and_updates_features(server: KstewardServer) -> None:
     admin = kafka_python_admin(server.bootstrap, ADMIN)
     try:
+        fresh = admin.describe_features()
+        # A new log's levels, as Kafka 4.0's kafka-storage format finalizes them.
+        assert [fresh[name].get("finalized") for name in SUPPORTED] == [(25, 25), None, (1, 1), (2, 2)]
+        assert admin.update_features({"group.version": ("SAFE_DOWNGRADE", 0),
+                                      "transaction.version": ("SAFE_DOWNGRADE", 0)}) == {
+            "group.version": "OK", "transaction.version": "OK"}  # fmt: skip
         before = admin.describe_features()
         assert before["metadata.version"]["finalized"] == (25, 25)
         assert {name: f["supported"] for name, f in before.items()} == SUPPORTED
@@ -138,21 +144,25 @@ def test_a_broker_forwards_it_and_every_node_finalizes_it(cluster: Cluster) -> N
     with connect(first.address) as conn:
         versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in conn.api_versions().body.api_keys}
         assert versions[ApiKey.UPDATE_FEATURES] == (0, 2)
-    admin = kafka_python_admin(first.bootstrap, Auth())
-    try:
-        assert admin.update_features({"group.version": 1}) == {"group.version": "OK"}
-    finally:
-        admin.close()
 
     def group_version(address: tuple[str, int]) -> int | None:
         with connect(address) as conn:
             return finalized(conn)[0].get("group.version")
 
+    admin = kafka_python_admin(first.bootstrap, Auth())
+    try:
+        # A new log finalizes group.version 1: take it down first, then up again, each through a broker.
+        assert admin.update_features({"group.version": ("SAFE_DOWNGRADE", 0)}) == {"group.version": "OK"}
+        for node in (second, first):
+            wait_for(lambda n=node: group_version(n.address) is None, 15, f"group.version 0 on {node}")
+        assert admin.update_features({"group.version": 1}) == {"group.version": "OK"}
+    finally:
+        admin.close()
     for node in (second, first):
         wait_for(lambda n=node: group_version(n.address) == 1, 15, f"group.version on {node}")
     with connect(cluster.controller.address) as conn:
         levels, epoch = finalized(conn)
-    assert levels == {"metadata.version": 25, "group.version": 1} and epoch > 0
+    assert levels == {"metadata.version": 25, "group.version": 1, "transaction.version": 2} and epoch > 0
     with connect(second.address) as conn:  # a downgrade without the downgrade type, through the other broker
         refused = update(conn, 2, [("group.version", 0, UPGRADE)])
     assert int(refused.error_code) == INVALID_UPDATE_VERSION
