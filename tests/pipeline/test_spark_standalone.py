@@ -160,6 +160,7 @@ def test_spark_submit_runs_the_audit_in_utc_whatever_the_hosts_zone(
     ]
 
 
+@pytest.mark.timeout(1800 * FAULT_CYCLES)
 def test_an_audit_survives_the_loss_of_its_executor(
     spark: SparkSession, cluster: Standalone, inputs: Path, local_outputs: Path
 ) -> None:

@@ -456,7 +456,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     target = Path(args.out)
     with stage(spark, "read audit logs and metadata"):
         audit_log = read_audit(spark, [str(p) for p in args.audit])
-        metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=args.allow_partial)
+        metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=getattr(args, "allow_partial", False))
         acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
     # Checkpoints in files on a cluster (an executor lost does not lose them), removed once the tables are written.
     with checkpoint_directory(spark, args.checkpoint_dir, target):
