@@ -60,6 +60,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                          help="Spark master (default: spark-submit's, else local[*])")  # fmt: skip
         job.add_argument("--format", default="parquet", choices=FORMATS,
                          help="output format (default parquet; csv: a header row, ;-joined arrays)")  # fmt: skip
+        job.add_argument("--allow-partial", action="store_true",
+                         help="rebuild states past a damaged part of the metadata log (default: exit 2)")  # fmt: skip
         job.set_defaults(func=run_job)
 
 

@@ -6,7 +6,8 @@ layout: shared helpers in a module of their own, jobs as DataFrame-to-DataFrame 
 
 - options: :func:`add_settings_arguments` / :func:`settings_from_args` (the broker settings a decision
   needs), :func:`parse_time` (``--from``/``--to``), :func:`parse_at` / :func:`at_kwargs` (``--at``);
-- frames: :func:`in_window`, :func:`adaptive_execution`, :func:`release_checkpoint`;
+- frames: :func:`in_window`, :func:`adaptive_execution`, :func:`checkpoint`, :func:`release_checkpoint`;
+- checkpoints: :func:`add_checkpoint_argument`, :func:`checkpoint_directory`;
 - output: :func:`write_table`, :func:`read_table`, :func:`write_rejects`, :func:`print_table`.
 """
 
@@ -16,6 +17,7 @@ import argparse
 import contextlib
 import datetime
 import sys
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -34,8 +36,11 @@ __all__ = [
     "CSV_ARRAY_SEPARATOR",
     "REJECTS_SHOWN",
     "adaptive_execution",
+    "add_checkpoint_argument",
     "add_settings_arguments",
     "at_kwargs",
+    "checkpoint",
+    "checkpoint_directory",
     "in_window",
     "parse_at",
     "parse_time",
@@ -145,9 +150,68 @@ def adaptive_execution(spark: SparkSession, *, enabled: bool) -> Iterator[None]:
             spark.conf.set(key, before)
 
 
+def add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:
+    """``--checkpoint-dir``: where a job on a cluster keeps its checkpoints (see :func:`checkpoint_directory`)."""
+    parser.add_argument(
+        "--checkpoint-dir",
+        metavar="DIR",
+        help="a directory every executor can write (HDFS, S3, a shared disk) for the job's checkpoints; "
+        "default: under --out on a cluster, in memory on a local[...] master",
+    )
+
+
+@contextlib.contextmanager
+def checkpoint_directory(spark: SparkSession, given: str | None, out: str | Path) -> Iterator[str | None]:
+    """Make :func:`checkpoint` reliable inside: write checkpoints to files under ``given`` (else ``out``), in a
+    directory of this run's own, deleted on the way out. With neither ``given`` nor a cluster master (a
+    ``local[...]`` one: tasks run in the driver, no executor can be lost) checkpoints stay local, in memory.
+
+    Why: a ``localCheckpoint()`` lives in the executors' block managers only, and has no lineage to recompute
+    it from, so losing one executor aborts the job (``CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND``). A reliable
+    checkpoint is in files, which an executor's loss does not touch. The output directory is a sensible default
+    because the executors already write the job's tables there."""
+    sc = spark.sparkContext
+    if given is None and (sc.master or "").startswith("local"):
+        yield None
+        return
+    base = str(given if given is not None else out).rstrip("/")
+    directory = f"{base}/_checkpoint-{uuid.uuid4().hex[:12]}"
+    previous = sc._jsc.sc().checkpointDir()  # a scala.Option, restored below
+    sc.setCheckpointDir(directory)
+    try:
+        yield directory
+    finally:
+        # SparkContext has no way to unset its checkpoint directory; its setter (Scala's ``checkpointDir_=``)
+        # puts back the one before, so that later jobs of a shared session do not write into a deleted one.
+        getattr(sc._jsc.sc(), "checkpointDir_$eq")(previous)
+        _delete(spark, directory)
+
+
+def checkpoint(frame: DataFrame) -> DataFrame:
+    """``frame`` computed and cut from its plan: into files when a checkpoint directory is set (inside
+    :func:`checkpoint_directory`), else into the executors' memory (``localCheckpoint``). Either way the frame
+    keeps the physical plan's partitioning, and what is built on it plans against a short lineage."""
+    if frame.sparkSession.sparkContext.getCheckpointDir() is None:
+        return frame.localCheckpoint()
+    # Cached first: writing the checkpoint's files is a second job over the frame, which then reads the cache.
+    frame = frame.persist()
+    try:
+        return frame.checkpoint(eager=True)
+    finally:
+        frame.unpersist()
+
+
+def _delete(spark: SparkSession, directory: str) -> None:
+    """Delete a directory on any Hadoop file system (the checkpoints of a run)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(directory)
+    path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(path, True)
+
+
 def release_checkpoint(frame: DataFrame) -> None:
     """Free the blocks of a ``localCheckpoint()`` frame now rather than when the JVM collects it (no-op for
-    any other frame)."""
+    any other frame: a reliable checkpoint's files go with :func:`checkpoint_directory`)."""
     plan = frame._jdf.queryExecution().logical()
     if plan.getClass().getSimpleName() == "LogicalRDD":
         plan.rdd().unpersist(False)

@@ -92,7 +92,10 @@ from ._audit_tables import (
 )
 from ._shared import (
     adaptive_execution,
+    add_checkpoint_argument,
     add_settings_arguments,
+    checkpoint,
+    checkpoint_directory,
     in_window,
     parse_time,
     release_checkpoint,
@@ -207,7 +210,7 @@ def audit(
     # by date, so ``access`` is written as it is and the per-day tables need no shuffle; planned without AQE,
     # whose plans' checkpoints do not record their partitioning (Spark 4.0).
     with adaptive_execution(spark, enabled=False):
-        tuples = access_tuples(windowed).repartition("event_date").localCheckpoint()
+        tuples = checkpoint(access_tuples(windowed).repartition("event_date"))
     covered = covered_acls(acls).persist()
     by_hour = (
         windowed.where(~F.col("granted"))
@@ -219,11 +222,11 @@ def audit(
     # short stages that leaves the cores idle between them.
     with ThreadPoolExecutor(2, thread_name_prefix="audit") as pool:
         beside = [pool.submit(frame.count) for frame in (covered, by_hour)]
-        decisions = redecisions(tuples, acls, settings).localCheckpoint()
+        decisions = checkpoint(redecisions(tuples, acls, settings))
         for job in beside:
             job.result()  # before the AQE setting changes under them
     with adaptive_execution(spark, enabled=False):
-        access = attribute(tuples, decisions).localCheckpoint()
+        access = checkpoint(attribute(tuples, decisions))
     release_checkpoint(tuples)
     release_checkpoint(decisions)
     # The small derived tables feed several outputs (and the totals): cache them rather than recompute.
@@ -438,6 +441,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="window end (exclusive), where the ACL state is taken (default: the end)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     parser.add_argument("--top", type=int, default=TOP_PRINCIPALS, help="how many top denied principals")
+    add_checkpoint_argument(parser)
     add_settings_arguments(parser)
 
 
@@ -452,22 +456,24 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     target = Path(args.out)
     with stage(spark, "read audit logs and metadata"):
         audit_log = read_audit(spark, [str(p) for p in args.audit])
-        metadata = read_metadata(spark, str(args.metadata_dir))
+        metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=getattr(args, "allow_partial", False))
         acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
-    try:
-        result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
+    # Checkpoints in files on a cluster (an executor lost does not lose them), removed once the tables are written.
+    with checkpoint_directory(spark, args.checkpoint_dir, target):
         try:
-            fmt = getattr(args, "format", "parquet")
-            paths = write_result(spark, result, target, fmt)
-            with stage(spark, "write rejects"):
-                rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
-            with stage(spark, "report"):
-                data = report_data(result)
-                report = write_report(target / "report.html", data)
+            result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
+            try:
+                fmt = getattr(args, "format", "parquet")
+                paths = write_result(spark, result, target, fmt)
+                with stage(spark, "write rejects"):
+                    rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
+                with stage(spark, "report"):
+                    data = report_data(result)
+                    report = write_report(target / "report.html", data)
+            finally:
+                result.unpersist()
         finally:
-            result.unpersist()
-    finally:
-        acls.unpersist()
+            acls.unpersist()
     out = out or sys.stdout
     print(summary(data.totals, data.top_denied, rejected), file=out)
     print(f"tables: {', '.join(str(p) for p in paths.values())}", file=out)

@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Read ``--metadata-dir``, rebuild the state ``--at`` and write its four tables under ``--out``."""
     out = out or sys.stdout
-    records, rejects = read_metadata(spark, args.metadata_dir)
+    records, rejects = read_metadata(spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False))
     target = resolve_target(records, **at_kwargs(args.at))
     state = state_for(records, target)
     counts = {}

@@ -399,7 +399,9 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     out = out or sys.stdout
     plan = load_plan(args.plan)
     settings = settings_from_args(args)
-    records, metadata_rejects = read_metadata(spark, args.metadata_dir)
+    records, metadata_rejects = read_metadata(
+        spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False)
+    )
     events, audit_rejects = read_audit(spark, args.audit)
     flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
     try:

@@ -248,7 +248,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
     out = out or sys.stdout
     settings = settings_from_args(args)
-    records, rejects = read_metadata(spark, args.metadata_dir)
+    records, rejects = read_metadata(spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False))
     state = state_at(records, **at_kwargs(args.at))
     observed = None
     if args.audit:
