@@ -158,7 +158,7 @@ def test_audit_who_can_and_whatif_on_a_real_servers_logs(
     usage = {r.acl_id: (r.principal, r.hits) for r in spark.read.parquet(str(out / "acl_usage")).collect()}
     assert usage == {acl_id: ("User:alice", describes)}
     totals = spark.read.parquet(str(out / "totals")).first()
-    assert totals is not None and totals["mismatched"] == 0 and totals["acls_unused"] == 0
+    assert totals is not None and totals["unattributed"] == 0 and totals["acls_unused"] == 0
     assert (out / "report.html").is_file()
 
     assert main(["pipeline", "who-can", *common, "--resource", "TOPIC:orders", "--operation", "READ"]) == 0

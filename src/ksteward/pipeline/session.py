@@ -6,6 +6,7 @@ master spark-submit was given is used; otherwise ``local[*]``, which needs nothi
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -22,7 +23,6 @@ LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "4g",
-    "spark.ui.showConsoleProgress": "true",
     # A job is dozens of short queries of distinct shapes; with Spark's default of 100 cached generated classes
     # they evict each other, are compiled again and JIT-compiled again (bench/pipeline.py: about 20% of a run).
     "spark.sql.codegen.cache.maxEntries": "2000",
@@ -32,6 +32,13 @@ LOCAL_DEFAULTS = {
     # against 1.2-1.8 per round).
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed
+        return False
 
 
 def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline", **conf: str) -> SparkSession:
@@ -55,8 +62,13 @@ def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline"
     for key, value in LOCAL_DEFAULTS.items():
         if not under_submit:
             builder = builder.config(key, value)
+    if not under_submit:
+        # Spark's progress bar redraws one line with carriage returns: in a log file it is a run of fragments.
+        builder = builder.config("spark.ui.showConsoleProgress", str(_stderr_is_terminal()).lower())
     for key, value in conf.items():
         builder = builder.config(key, value)
+    # py4j says "Closing down clientserver connection" at INFO for every Python thread that ran a Spark job.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
