@@ -34,6 +34,20 @@ LOCAL_DEFAULTS = {
 }
 
 
+#: JVM loggers held at ERROR: their warnings are about what the jobs do on purpose. WindowExec warns "No
+#: Partition Defined for Window operation" on every run of a window over one partition, which the jobs use only
+#: to rank a top-N list of at most ``--top`` rows (dozens of lines per audit otherwise).
+QUIET_JVM_LOGGERS = ("org.apache.spark.sql.execution.window.WindowExec",)
+
+
+def _quiet_jvm_loggers(session: SparkSession) -> None:
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    level = jvm.org.apache.logging.log4j.Level.ERROR
+    for name in QUIET_JVM_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+
+
 def _stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
@@ -71,4 +85,5 @@ def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline"
     logging.getLogger("py4j").setLevel(logging.WARNING)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    _quiet_jvm_loggers(session)
     return session
