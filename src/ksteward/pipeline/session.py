@@ -16,6 +16,7 @@ What ksteward sets (:func:`session_settings`):
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
@@ -36,7 +37,6 @@ LOCAL_DEFAULTS = {
     "spark.sql.shuffle.partitions": "8",
     "spark.sql.adaptive.enabled": "true",
     "spark.driver.memory": "4g",
-    "spark.ui.showConsoleProgress": "true",
     # A job is dozens of short queries of distinct shapes; with Spark's default of 100 cached generated classes
     # they evict each other, are compiled again and JIT-compiled again (bench/pipeline.py: about 20% of a run).
     "spark.sql.codegen.cache.maxEntries": "2000",
@@ -75,6 +75,27 @@ def site_defaults(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     return settings
 
 
+#: JVM loggers held at ERROR: their warnings are about what the jobs do on purpose. WindowExec warns "No
+#: Partition Defined for Window operation" on every run of a window over one partition, which the jobs use only
+#: to rank a top-N list of at most ``--top`` rows (dozens of lines per audit otherwise).
+QUIET_JVM_LOGGERS = ("org.apache.spark.sql.execution.window.WindowExec",)
+
+
+def _quiet_jvm_loggers(session: SparkSession) -> None:
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    level = jvm.org.apache.logging.log4j.Level.ERROR
+    for name in QUIET_JVM_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed
+        return False
+
+
 def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline", **conf: str) -> SparkSession:
     """Return the active SparkSession, or build one.
 
@@ -99,9 +120,16 @@ def spark_session(master: str | None = None, app_name: str = "ksteward-pipeline"
         builder = builder.master(effective)
     if master is not None:
         builder = builder.master(master)
-    for key, value in (session_settings(effective, site) | conf).items():
+    settings = session_settings(effective, site)
+    if "PYSPARK_GATEWAY_PORT" not in os.environ and "spark.ui.showConsoleProgress" not in site:
+        # Spark's progress bar redraws one line with carriage returns: in a log file it is a run of fragments.
+        settings["spark.ui.showConsoleProgress"] = str(_stderr_is_terminal()).lower()
+    for key, value in (settings | conf).items():
         builder = builder.config(key, value)
+    # py4j says "Closing down clientserver connection" at INFO for every Python thread that ran a Spark job.
+    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = builder.getOrCreate()
     session.conf.set("spark.sql.session.timeZone", conf.get("spark.sql.session.timeZone", "UTC"))  # a reused one too
     session.sparkContext.setLogLevel("WARN")
+    _quiet_jvm_loggers(session)
     return session

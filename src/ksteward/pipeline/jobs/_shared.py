@@ -8,7 +8,8 @@ layout: shared helpers in a module of their own, jobs as DataFrame-to-DataFrame 
   needs), :func:`parse_time` (``--from``/``--to``), :func:`parse_at` / :func:`at_kwargs` (``--at``);
 - frames: :func:`in_window`, :func:`adaptive_execution`, :func:`checkpoint`, :func:`release_checkpoint`;
 - checkpoints: :func:`add_checkpoint_argument`, :func:`checkpoint_directory`;
-- output: :func:`write_table`, :func:`read_table`, :func:`write_rejects`, :func:`print_table`.
+- output: :func:`write_table`, :func:`read_table`, :func:`write_rejects`, :func:`print_table`;
+- progress: :class:`Progress` (one line on stderr per phase of a job).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import contextlib
 import datetime
 import sys
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CSV_ARRAY_SEPARATOR",
     "REJECTS_SHOWN",
+    "Progress",
     "adaptive_execution",
     "add_checkpoint_argument",
     "add_settings_arguments",
@@ -274,3 +277,51 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], out: IO
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip(), file=out)
         if n == 0:
             print("  ".join("-" * w for w in widths), file=out)
+
+
+# --- progress ---------------------------------------------------------------------------------------
+
+
+class Progress:
+    """One line on stderr as each phase of a job starts, and one when the job is done, with each phase's time::
+
+        progress = Progress(spark, "audit", ("read", "analyse", "write tables", "report"))
+        progress.start("read")
+        ...
+        progress.start("analyse")  # the previous phase ends here
+        ...
+        progress.done()
+
+    ``2026-11-26 17:28:22 audit [2/4] analyse ...`` then ``... audit done in 23.1 s (read 6.0 s, analyse 8.6 s,
+    ...)``. A phase also names the Spark jobs it runs (``setJobDescription``: the UI and the event log)."""
+
+    def __init__(self, spark: SparkSession, job: str, phases: Sequence[str], err: IO[str] | None = None) -> None:
+        self.spark, self.job, self.phases = spark, job, tuple(phases)
+        self.err = err or sys.stderr
+        self.took: dict[str, float] = {}
+        self.started = self._phase_started = time.perf_counter()
+        self._phase: str | None = None
+
+    def _say(self, text: str) -> None:
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{now} {self.job} {text}", file=self.err, flush=True)
+
+    def _end_phase(self) -> None:
+        now = time.perf_counter()
+        if self._phase is not None:
+            self.took[self._phase] = now - self._phase_started
+        self._phase, self._phase_started = None, now
+
+    def start(self, name: str) -> None:
+        """End the running phase, if any, and say that phase ``name`` (one of ``phases``) starts."""
+        self._end_phase()
+        self._phase = name
+        self._say(f"[{self.phases.index(name) + 1}/{len(self.phases)}] {name} ...")
+        self.spark.sparkContext.setJobDescription(f"{self.job}: {name}")
+
+    def done(self) -> None:
+        """End the running phase and say the job is done, with the time of each phase."""
+        self._end_phase()
+        self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.took.items())
+        self._say(f"done in {time.perf_counter() - self.started:.1f} s ({times})")

@@ -22,8 +22,9 @@ datetimes are UTC.
   ``StandardAuthorizer.authorize_with_reason`` would (the first applicable DENY, else the last applicable
   ALLOW). It credits that ACL only when the re-decision agrees with the log: the same ``granted`` and, when
   the line had a rule, the same rule (``attribution = redecided``). Otherwise the ACL state is not the one
-  the broker decided with: nothing is credited, the logged rule is kept and the event counts as
-  ``mismatch``. A mismatch never inflates a hit count.
+  the broker decided with: nothing is credited, the logged rule is kept and the event is ``unattributed``
+  (the one name for it, in every table, the summary and the report). An unattributed event never inflates a
+  hit count.
 
 Re-deciding works on distinct access tuples, not on events: events are first grouped per day and tuple.
 
@@ -49,8 +50,10 @@ non-LITERAL/PREFIXED patterns. A DENY or UNKNOWN permission shadows (Kafka treat
 **Command.** ``ksteward pipeline audit --metadata-dir DIR --audit PATH... [--from TIME] [--to TIME] --out OUT``
 (settings: ``--server-config FILE`` and/or ``--super-users``, ``--allow-everyone-if-no-acl-found``) writes
 each table of :class:`AuditResult` to ``OUT/<table>/`` (the per-event ones partitioned by ``event_date``),
-the reader rejects to ``OUT/rejects/``, the HTML report to ``OUT/report.html``, and prints a summary. Stages
-are logged with their durations, and Spark's console progress bar shows the running ones.
+the reader rejects to ``OUT/rejects/``, the HTML report to ``OUT/report.html``, and prints a summary. Each of
+its four phases (read, analyse, write tables, report) says one line on stderr as it starts, and the last
+line gives each one's time; Spark's console progress bar is shown only when stderr is a terminal
+(``pipeline.session``).
 
 **Where the steps are.** This module holds the job (:func:`audit`), its attribution and coverage steps and
 the command; the tables built from the access tuples are in ``_audit_tables``, the writing and the report
@@ -60,7 +63,6 @@ data in ``_audit_output``. Everything is imported from here.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -79,18 +81,25 @@ from ksteward.authorizer import (
     allow_grants,
     deny_denies,
 )
+from ksteward.pipeline.readers import InputError
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
-from ._audit_output import PARTITIONED_TABLES, report_data, stage, summary, write_result
+from ._audit_output import PARTITIONED_TABLES, report_data, summary, write_result
 from ._audit_tables import (
     TOP_PRINCIPALS,
+    UNATTRIBUTED,
     acl_hits_daily,
     acl_usage,
     denials_by_tuple,
+    hits_not_in_state,
+    top_denied_operations,
     top_denied_principals,
+    top_denied_resources,
+    unused_acls,
     window_totals,
 )
 from ._shared import (
+    Progress,
     adaptive_execution,
     add_checkpoint_argument,
     add_settings_arguments,
@@ -135,8 +144,8 @@ class AuditResult(NamedTuple):
 
     ``access`` (per day and access tuple, partitioned by ``event_date`` on disk): ``event_date``,
     ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``, ``granted`` (as logged),
-    ``rule`` and ``acl_id`` (logged or re-decided, null on a mismatch), ``attribution`` (``logged``,
-    ``redecided`` or ``mismatch``), ``events``, ``first_seen``, ``last_seen``.
+    ``rule`` and ``acl_id`` (logged or re-decided, null when unattributed), ``attribution`` (``logged``,
+    ``redecided`` or ``unattributed``), ``events``, ``first_seen``, ``last_seen``.
 
     ``acl_usage`` (one row per ACL of the state): the ``ACL_SCHEMA`` columns, ``hits`` (events it decided),
     ``redecided_hits`` (how many of those were attributed by re-deciding), ``first_used``, ``last_used``
@@ -145,7 +154,11 @@ class AuditResult(NamedTuple):
     ``acl_hits_daily`` (partitioned by ``event_date``): ``event_date``, ``acl_id``, ``hits``, ``first_used``,
     ``last_used``, ``in_state`` (false for an id the state does not have: the ACL was deleted since).
 
-    ``unused_acls``: the ``ACL_SCHEMA`` columns of the ACLs with no hit in the window.
+    ``unused_acls``: the ``ACL_SCHEMA`` columns of the ACLs with no hit in the window, ``safe_to_delete`` and
+    ``why`` (``_audit_tables.unused_acls``; the rule is in docs/pipeline.md, "Unused ACLs safe to delete").
+
+    ``acl_hits_not_in_state``: per ACL id credited in the window that the state no longer has, its ``hits``,
+    ``first_used``, ``last_used`` and who used it (``_audit_tables.hits_not_in_state``).
 
     ``shadowed_acls``: one row per ALLOW ACL and ``kind`` (``shadowed`` by a DENY, ``redundant`` because of
     an ALLOW): its ``ACL_SCHEMA`` columns, ``kind``, ``covering_count`` (how many ACLs cover it) and the one
@@ -161,10 +174,12 @@ class AuditResult(NamedTuple):
 
     ``top_denied_principals``: ``rank`` (1 = most denied), ``principal``, ``denials``, ``resources``
     (distinct type and name), ``operations`` (sorted distinct), ``first_denied``, ``last_denied``.
+    ``top_denied_resources`` and ``top_denied_operations``: the same by resource and by operation
+    (``_audit_tables.top_denied_resources``, ``top_denied_operations``).
 
     ``totals`` (one row, computed before :func:`audit` returns): ``window_start``, ``window_end`` (the bounds
     given, else the first and last event), ``events``, ``granted``, ``denied``, ``logged``, ``redecided``,
-    ``mismatched``, ``acls``, ``acls_used``, ``acls_unused``, ``shadowed``, ``redundant``,
+    ``unattributed``, ``acls``, ``acls_used``, ``acls_unused``, ``shadowed``, ``redundant``,
     ``hits_on_acls_not_in_state``.
     """
 
@@ -172,10 +187,13 @@ class AuditResult(NamedTuple):
     acl_usage: DataFrame
     acl_hits_daily: DataFrame
     unused_acls: DataFrame
+    acl_hits_not_in_state: DataFrame
     shadowed_acls: DataFrame
     denials: DataFrame
     denials_by_hour: DataFrame
     top_denied_principals: DataFrame
+    top_denied_resources: DataFrame
+    top_denied_operations: DataFrame
     totals: DataFrame
 
     def unpersist(self) -> None:
@@ -203,6 +221,8 @@ def audit(
     returns, so that every table built on it plans against the checkpoint, not the re-decision's plan; and
     ``totals`` is collected. The other tables are lazy. Call :meth:`AuditResult.unpersist` when done."""
     start, end = (t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t for t in (start, end))
+    if start is not None and end is not None and start >= end:
+        raise InputError(f"the window {start.isoformat()} .. {end.isoformat()} is empty: start must be before end")
     spark = events.sparkSession
     windowed = in_window(events, start, end)
     # One scan of the events, to the access tuples, checkpointed: the re-decision reads them twice and the join
@@ -233,10 +253,15 @@ def audit(
     usage = acl_usage(access, acls).persist()
     daily = acl_hits_daily(access, acls).persist()
     denials = denials_by_tuple(access).persist()
-    unused = usage.where(F.col("hits") == 0).select(*ACL_COLUMNS)
-    top = top_denied_principals(denials, top_n)
+    unused = unused_acls(usage, access, covered, settings)
+    gone = hits_not_in_state(access, acls)
+    tops = (
+        top_denied_principals(denials, top_n),
+        top_denied_resources(denials, top_n),
+        top_denied_operations(denials, top_n),
+    )
     totals = window_totals(access, usage, covered, daily, start, end)
-    return AuditResult(access, usage, daily, unused, covered, denials, by_hour, top, totals)
+    return AuditResult(access, usage, daily, unused, gone, covered, denials, by_hour, *tops, totals)
 
 
 def access_tuples(events: DataFrame) -> DataFrame:
@@ -284,7 +309,7 @@ def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
         F.when(~unnamed, acl_id).when(agrees, F.col("decided_acl_id")).alias("acl_id"),
         F.when(~unnamed, F.lit("logged"))
         .when(agrees, F.lit("redecided"))
-        .otherwise(F.lit("mismatch"))
+        .otherwise(F.lit(UNATTRIBUTED))
         .alias("attribution"),
         "events",
         "first_seen",
@@ -446,34 +471,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
-    """``ksteward pipeline audit``: read, audit, write the tables, the rejects and ``report.html``; print a summary."""
+    """``ksteward pipeline audit``: read, audit, write the tables, the rejects and ``report.html``; print a summary.
+
+    One line on stderr as each phase starts (:class:`~ksteward.pipeline.jobs._shared.Progress`)."""
     from ksteward.pipeline.readers import read_audit, read_metadata
     from ksteward.pipeline.report import write_report
     from ksteward.pipeline.state import state_at
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = settings_from_args(args)
     target = Path(args.out)
-    with stage(spark, "read audit logs and metadata"):
-        audit_log = read_audit(spark, [str(p) for p in args.audit])
-        metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=getattr(args, "allow_partial", False))
-        acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
+    progress = Progress(spark, "audit", ("read", "analyse", "write tables", "report"))
+    progress.start("read")
+    audit_log = read_audit(spark, [str(p) for p in args.audit])
+    metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=getattr(args, "allow_partial", False))
+    acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
     # Checkpoints in files on a cluster (an executor lost does not lose them), removed once the tables are written.
     with checkpoint_directory(spark, args.checkpoint_dir, target):
         try:
+            progress.start("analyse")
             result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
             try:
                 fmt = getattr(args, "format", "parquet")
+                progress.start("write tables")
                 paths = write_result(spark, result, target, fmt)
-                with stage(spark, "write rejects"):
-                    rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
-                with stage(spark, "report"):
-                    data = report_data(result)
-                    report = write_report(target / "report.html", data)
+                rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
+                progress.start("report")
+                data = report_data(result)
+                report = write_report(target / "report.html", data)
             finally:
                 result.unpersist()
         finally:
             acls.unpersist()
+    progress.done()
     out = out or sys.stdout
     print(summary(data.totals, data.top_denied, rejected), file=out)
     print(f"tables: {', '.join(str(p) for p in paths.values())}", file=out)

@@ -67,6 +67,7 @@ from ksteward.pipeline.schemas import AuthorizerSettings
 from ksteward.pipeline.state import state_at
 
 from ._shared import (
+    Progress,
     add_settings_arguments,
     at_kwargs,
     parse_at,
@@ -248,6 +249,8 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
     out = out or sys.stdout
     settings = settings_from_args(args)
+    progress = Progress(spark, "who-can", ("read", "answer"))
+    progress.start("read")
     records, rejects = read_metadata(spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False))
     state = state_at(records, **at_kwargs(args.at))
     observed = None
@@ -255,6 +258,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         events, audit_rejects = read_audit(spark, args.audit)
         observed = events.select("principal", "host").distinct()
         rejects = rejects.unionByName(audit_rejects)
+    progress.start("answer")
     rt, name = args.resource
     answer = who_can(state.acls, settings, rt, name, args.operation, principals=observed)
     if args.out:
@@ -263,6 +267,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     elif rejects.limit(1).count():
         raise InputError(f"{rejects.count()} input record(s) rejected; give --out DIR to keep them")
     rows = answer.collect()
+    progress.done()
     print(f"{len(rows)} principal/host pair(s) may {args.operation.name} {rt.name}:{name}", file=out)
     print_table(
         ("principal", "host", "rule", "allowing ACLs", "note"),
