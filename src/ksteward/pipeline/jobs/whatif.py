@@ -106,7 +106,9 @@ from ksteward.pipeline.state import state_at
 
 from ._shared import (
     add_settings_arguments,
+    at_kwargs,
     in_window,
+    parse_at,
     parse_time,
     print_table,
     release_checkpoint,
@@ -386,6 +388,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit", required=True, nargs="+", metavar="PATH", help="audit log files, dirs or globs")
     parser.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="window start (inclusive)")
     parser.add_argument("--to", dest="end", type=parse_time, metavar="TIME", help="window end (exclusive)")
+    parser.add_argument("--at", type=parse_at, default=None, metavar="OFFSET|TIMESTAMP",
+                        help="judge the plan against the ACL state then (default: the latest)")  # fmt: skip
     parser.add_argument("--plan", required=True, metavar="PLAN.json", help="the ACL change (format: module docs)")
     parser.add_argument("--out", required=True, metavar="DIR", help="writes DIR/flips (and DIR/rejects)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of the summary table (default 20)")
@@ -401,7 +405,8 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     settings = settings_from_args(args)
     records, metadata_rejects = read_metadata(spark, args.metadata_dir)
     events, audit_rejects = read_audit(spark, args.audit)
-    flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
+    acls = state_at(records, **at_kwargs(args.at)).acls
+    flips = whatif(in_window(events, args.start, args.end), acls, settings, plan)
     try:
         target = Path(args.out) / "flips"
         write_table(flips, target, args.format)
