@@ -165,7 +165,7 @@ def who_can(
     if local and principals is None:
         rows = _answer_on_driver(acls, allows, denies, settings, rt, resource_name, op)
         if rows is not None:
-            frame = spark.createDataFrame(rows, _ANSWER_SCHEMA)
+            frame = spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)  # sorted, and written as one file
             return frame.withColumn("note", _note(rt, resource_name))
 
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
