@@ -81,6 +81,7 @@ from ksteward.authorizer import (
     allow_grants,
     deny_denies,
 )
+from ksteward.pipeline.decide import BROADCAST_ACLS
 from ksteward.pipeline.readers import InputError
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
@@ -246,7 +247,7 @@ def audit(
         for job in beside:
             job.result()  # before the AQE setting changes under them
     with adaptive_execution(spark, enabled=False):
-        access = checkpoint(attribute(tuples, decisions))
+        access = checkpoint(attribute(tuples, decisions, broadcast=decisions.count() <= BROADCAST_DECISIONS))
     release_checkpoint(tuples)
     release_checkpoint(decisions)
     # The small derived tables feed several outputs (and the totals): cache them rather than recompute.
@@ -293,13 +294,16 @@ def redecisions(tuples: DataFrame, acls: DataFrame, settings: AuthorizerSettings
     )
 
 
-def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
+def attribute(tuples: DataFrame, decisions: DataFrame, *, broadcast: bool = True) -> DataFrame:
     """Fill ``rule``/``acl_id`` of the tuples whose source named no ACL from ``decisions``
-    (:func:`redecisions`, broadcast onto the tuples with one left join) and add ``attribution``; the tuples a
-    source named keep theirs (see the module doc)."""
+    (:func:`redecisions`, joined onto the tuples with one left join: broadcast when ``broadcast``, which
+    keeps the tuples' partitioning; else shuffled, and the tuples partitioned by date again) and add
+    ``attribution``; the tuples a source named keep theirs (see the module doc)."""
     rule, acl_id = F.col("rule"), F.col("acl_id")
     unnamed = _unnamed()
-    joined = tuples.join(F.broadcast(decisions), on=list(REQUEST_COLUMNS), how="left")
+    joined = tuples.join(F.broadcast(decisions) if broadcast else decisions, on=list(REQUEST_COLUMNS), how="left")
+    if not broadcast:
+        joined = joined.repartition("event_date")
     agrees = (F.col("decided_granted") == F.col("granted")) & (rule.isNull() | (F.col("decided_rule") == rule))
     agrees = F.coalesce(agrees, F.lit(False))
     return joined.select(
@@ -315,6 +319,11 @@ def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
         "first_seen",
         "last_seen",
     )
+
+
+#: The most distinct re-decided requests the audit broadcasts onto the access tuples (about 200 bytes each);
+#: above it the join shuffles both sides.
+BROADCAST_DECISIONS = 1_000_000
 
 
 # --- coverage: shadowed and redundant ACLs ------------------------------------------------------
@@ -382,6 +391,7 @@ class _KeyShapes(NamedTuple):
     prefix_lengths: list[int]  # the lengths of PREFIXED names
     wildcard_principal: bool  # some ACL is for User:*
     wildcard_resource: bool  # some ACL is LITERAL *
+    rows: int  # how many: the covering side is broadcast up to decide.BROADCAST_ACLS of them
 
 
 def _key_shapes(acls: DataFrame) -> _KeyShapes:
@@ -390,10 +400,12 @@ def _key_shapes(acls: DataFrame) -> _KeyShapes:
         F.collect_set(F.when(F.col("pattern_type") == "PREFIXED", F.length("resource_name"))).alias("lengths"),
         F.max(F.col("principal") == WILDCARD_PRINCIPAL).alias("principal"),
         F.max((F.col("pattern_type") == "LITERAL") & (F.col("resource_name") == WILDCARD_RESOURCE)).alias("resource"),
+        F.count(F.lit(1)).alias("rows"),
     ).first()
     if row is None:
-        return _KeyShapes([], False, False)
-    return _KeyShapes(sorted(n for n in row["lengths"] if n), bool(row["principal"]), bool(row["resource"]))
+        return _KeyShapes([], False, False, 0)
+    lengths = sorted(n for n in row["lengths"] if n)
+    return _KeyShapes(lengths, bool(row["principal"]), bool(row["resource"]), int(row["rows"]))
 
 
 def covered_acls(acls: DataFrame) -> DataFrame:
@@ -423,19 +435,20 @@ def covered_acls(acls: DataFrame) -> DataFrame:
     coverers = applicable.select("resource_type", *(F.col(field).alias(key) for field, key in _COVER_KEYS))
     resource = ["resource_type", "k_pattern", "k_name"]
     # Two broadcast joins, no shuffle: the resource keys some ACL has (so only those are multiplied by the
-    # principal and host keys), then the covering ACLs on all five keys.
+    # principal and host keys), then the covering ACLs on all five keys. Broadcast up to BROADCAST_ACLS ACLs.
+    hint = F.broadcast if shapes.rows <= BROADCAST_ACLS else (lambda frame: frame)
     allows = (
         applicable.where(F.col("permission_type") == "ALLOW")
         .repartition(acls.sparkSession.sparkContext.defaultParallelism)  # the explosion is the work: spread it
         .select(*ACL_COLUMNS, F.explode(resource_keys).alias("rk"))
         .where(F.col("rk").isNotNull())
         .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"))
-        .join(F.broadcast(coverers.select(*resource).distinct()), resource, "left_semi")
+        .join(hint(coverers.select(*resource).distinct()), resource, "left_semi")
         .withColumn("k_principal", F.explode(F.array_distinct(F.array(*principals))))
         .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD_HOST)))))
     )
     pairs = (
-        allows.join(F.broadcast(coverers), [*resource, "k_principal", "k_host"])
+        allows.join(hint(coverers), [*resource, "k_principal", "k_host"])
         .where(F.col("k_acl_id") != F.col("acl_id"))
         .withColumn("kind", _cover_kind())
         .where(F.col("kind").isNotNull())

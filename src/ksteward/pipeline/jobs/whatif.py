@@ -107,7 +107,9 @@ from ksteward.pipeline.state import state_at
 from ._shared import (
     Progress,
     add_settings_arguments,
+    at_kwargs,
     in_window,
+    parse_at,
     parse_time,
     print_table,
     release_checkpoint,
@@ -408,6 +410,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit", required=True, nargs="+", metavar="PATH", help="audit log files, dirs or globs")
     parser.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="window start (inclusive)")
     parser.add_argument("--to", dest="end", type=parse_time, metavar="TIME", help="window end (exclusive)")
+    parser.add_argument("--at", type=parse_at, default=None, metavar="OFFSET|TIMESTAMP",
+                        help="judge the plan against the ACL state then (default: the latest)")  # fmt: skip
     parser.add_argument("--plan", required=True, metavar="PLAN.json", help="the ACL change (format: module docs)")
     parser.add_argument("--out", required=True, metavar="DIR", help="writes DIR/flips (and DIR/rejects)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of the summary table (default 20)")
@@ -430,7 +434,8 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False)
     )
     events, audit_rejects = read_audit(spark, args.audit)
-    acls = state_at(records).acls.persist()  # a log replay, read by the check below and by both decisions
+    # a log replay, read by the check below and by both decisions
+    acls = state_at(records, **at_kwargs(args.at)).acls.persist()
     try:
         code = _run(args, plan, settings, events, acls, metadata_rejects.unionByName(audit_rejects), progress, out)
     finally:
