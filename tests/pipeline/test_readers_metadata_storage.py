@@ -18,6 +18,13 @@ from ksteward.pipeline.readers.metadata import log_summary
 from ksteward.pipeline.state import PartialLogError, StateUnavailableError, resolve_target
 
 
+def one_error_line(err: str) -> str:
+    """The one error line a job prints, after the progress line of each phase it started (``Progress``)."""
+    *progress, line = err.strip().splitlines()
+    assert all(" [" in p and p.rstrip().endswith("...") for p in progress), progress
+    return line
+
+
 def _segmented(data: Path) -> Path:
     """HISTORY with about one batch per segment (offsets 0-23; segment 5 holds offsets 5-6)."""
     with MetadataLog.open(data, segment_bytes=150) as log:
@@ -60,7 +67,7 @@ def test_a_log_of_rejected_files_is_an_error_not_an_empty_state(
         segment.write_bytes(b"\x00" * 7 + b"\xff" * 80)  # a batch length no file can hold
     out = tmp_path / "out"
     assert main(["pipeline", "state", "--metadata-dir", str(tmp_path / "data"), "--out", str(out)]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith(f"ksteward pipeline state: {tmp_path / 'data'}: no metadata record could be read: 11 of 11 "
                            f"file(s) rejected (first: {pdir / segment_file_name(0)}:0: ")  # fmt: skip
     assert not out.exists()
@@ -75,7 +82,7 @@ def test_a_corrupt_batch_in_the_middle_stops_the_latest_state_unless_partial_is_
     state = ["pipeline", "state", "--metadata-dir", str(tmp_path / "data")]
 
     assert main([*state, "--out", str(tmp_path / "latest")]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    line = one_error_line(capsys.readouterr().err)
     assert line.startswith(
         f"ksteward pipeline state: the metadata log is damaged from offset 5 ({damaged}:0: corrupt record batch at "
         "position 0: CRC mismatch"
@@ -110,7 +117,7 @@ def test_missing_segments_and_offsets_past_the_end(
     (pdir / segment_file_name(9)).write_bytes(b"")  # an empty segment file in place of the lost one: still a gap
     cli = ["pipeline", "state", "--metadata-dir", str(tmp_path / "data"), "--out", str(tmp_path / "o")]
     assert main([*cli, "--at", "1000"]) == 2
-    [line] = capsys.readouterr().err.strip().splitlines()
+    line = one_error_line(capsys.readouterr().err)
     assert line == "ksteward pipeline state: offset 1000 is past the end of the metadata log: its last offset is 23"
     assert main([*cli, "--allow-partial"]) == 0
     assert "state at offset 23" in capsys.readouterr().out
