@@ -138,7 +138,10 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
     assert usage["a-read"]["last_used"] == local(at(26))
     assert usage["a-read"]["first_used"] == local(at(1))
     assert usage["a-idle"]["last_used"] is None
-    assert_df_equality(result.unused_acls, acls_frame(spark, [acl("a-idle", "payments")]), ignore_nullable=True)
+    unused = result.unused_acls
+    expected = acls_frame(spark, [acl("a-idle", "payments")])
+    assert_df_equality(unused.drop("safe_to_delete", "why"), expected, ignore_nullable=True)
+    assert [(r["safe_to_delete"], r["why"]) for r in unused.collect()] == [(True, "no hit in the window")]
 
     assert_df_equality(
         result.acl_hits_daily.select("event_date", "acl_id", "hits", "in_state"),
@@ -158,7 +161,7 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
     totals = result.totals.first()
     assert totals is not None
     assert (totals["events"], totals["granted"], totals["denied"]) == (8, 6, 2)
-    assert (totals["logged"], totals["redecided"], totals["mismatched"]) == (8, 0, 0)
+    assert (totals["logged"], totals["redecided"], totals["unattributed"]) == (8, 0, 0)
     assert (totals["acls"], totals["acls_used"], totals["acls_unused"]) == (4, 3, 1)
     assert totals["hits_on_acls_not_in_state"] == 1
     result.unpersist()
@@ -191,8 +194,8 @@ def test_events_without_a_rule_are_credited_to_the_acl_the_library_names(spark: 
     events = []
     for i, (principal, op, name, granted) in enumerate(requests):
         events += [event(at(i + k / 10), principal, op, name, granted, line=10 * i + k) for k in range(i + 1)]
-    events.append(event(at(9), "User:carol", "READ", "orders", True, line=999))  # logged granted: a mismatch
-    # Kafka's MatchingAcl lines say "acl" without an id: re-decided too, and a mismatch if the rule differs.
+    events.append(event(at(9), "User:carol", "READ", "orders", True, line=999))  # logged granted: unattributed
+    # Kafka's MatchingAcl lines say "acl" without an id: re-decided too, and unattributed if the rule differs.
     events.append(event(at(9), "User:alice", "READ", "orders", True, "acl", line=1000))
     events.append(event(at(9), "User:bob", "READ", "orders", False, "acl", line=1001))
     result = audit(events_frame(spark, events), acls_frame(spark, rows), settings, start=None, end=None)
@@ -206,12 +209,12 @@ def test_events_without_a_rule_are_credited_to_the_acl_the_library_names(spark: 
     assert usage == {acl_id: (n, n) for acl_id, n in expected.items()}
     assert "l-idle" not in usage
     access = {(r["principal"], r["granted"]): (r["attribution"], r["rule"]) for r in result.access.collect()}
-    assert access[("User:carol", True)] == ("mismatch", None)
+    assert access[("User:carol", True)] == ("unattributed", None)
     assert access[("User:carol", False)] == ("redecided", "no_matching_acl")
-    assert access[("User:bob", False)] == ("mismatch", "acl")  # no ACL denies bob: no_matching_acl, not "acl"
+    assert access[("User:bob", False)] == ("unattributed", "acl")  # no ACL denies bob: no_matching_acl, not "acl"
     totals = result.totals.first()
     assert totals is not None
-    assert (totals["events"], totals["redecided"], totals["mismatched"]) == (24, 22, 2)
+    assert (totals["events"], totals["redecided"], totals["unattributed"]) == (24, 22, 2)
     assert totals["window_start"] == local(at(0))
     result.unpersist()
 

@@ -158,7 +158,7 @@ def test_audit_who_can_and_whatif_on_a_real_servers_logs(
     usage = {r.acl_id: (r.principal, r.hits) for r in spark.read.parquet(str(out / "acl_usage")).collect()}
     assert usage == {acl_id: ("User:alice", describes)}
     totals = spark.read.parquet(str(out / "totals")).first()
-    assert totals is not None and totals["mismatched"] == 0 and totals["acls_unused"] == 0
+    assert totals is not None and totals["unattributed"] == 0 and totals["acls_unused"] == 0
     assert (out / "report.html").is_file()
 
     assert main(["pipeline", "who-can", *common, "--resource", "TOPIC:orders", "--operation", "READ"]) == 0
@@ -188,6 +188,7 @@ def test_bad_input_is_one_line_and_exit_2(
 ) -> None:
     assert main(["pipeline", "state", "--metadata-dir", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"ksteward pipeline state: {tmp_path / 'nope'}: not a metadata log directory, a .log segment or "
+    assert len(err) == 2 and err[0].endswith(" state [1/2] read ...")  # the progress line of the phase that failed
+    assert err[1:] == [f"ksteward pipeline state: {tmp_path / 'nope'}: not a metadata log directory, a .log segment or "
                    "a .checkpoint snapshot"]  # fmt: skip
     assert spark.range(1).count() == 1  # the shared session survived the command

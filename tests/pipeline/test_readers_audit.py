@@ -136,8 +136,8 @@ def test_reads_every_format_and_rejects_bad_lines_with_their_numbers(spark: Spar
 
 def test_line_numbers_are_exact_across_blocks(spark: SparkSession, tmp_path: Path) -> None:
     """A file Spark splits into several blocks still numbers its lines from 1 without a gap."""
-    good = ksteward_lines()[1]
-    lines = [good] * 3000
+    good = json.loads(ksteward_lines()[1])
+    lines = [json.dumps({**good, "id": f"event-{n}"}) for n in range(3000)]  # one id each: 3000 events
     for n in (1, 1234, 2999, 3000):
         lines[n - 1] = f"garbage {n}"
     path = tmp_path / "audit.log"

@@ -57,6 +57,9 @@ def outline(page: str) -> Outline:
     return parser
 
 
+SECTIONS = ["shadowed", "denials-over-time", "top-denied", "most-used", "not-in-state", "unused", "redundant"]
+
+
 def data(**changes: object) -> ReportData:
     values: dict[str, object] = {
         "totals": {
@@ -70,11 +73,36 @@ def data(**changes: object) -> ReportData:
             "acls_unused": 2,
             "shadowed": 1,
             "redundant": 0,
-            "mismatched": 0,
+            "unattributed": 0,
         },
         "denials_by_hour": [(T0 + timedelta(hours=h), n) for h, n in ((0, 10), (1, 0), (5, 40))],
         "top_denied": [("User:eve", 500), (f"User:{EVIL}", 67)],
-        "unused_acls": [ACL, {**ACL, "acl_id": "BBBBBBBBBBBBBBBBBBBBBB", "principal": f"User:{EVIL}"}],
+        "unused_acls": [
+            {**ACL, "safe_to_delete": True, "why": "no hit in the window"},
+            {
+                **ACL,
+                "acl_id": "BBBBBBBBBBBBBBBBBBBBBB",
+                "principal": f"User:{EVIL}",
+                "safe_to_delete": False,
+                "why": "the only grant of a principal that made allowed requests",
+            },
+        ],
+        "top_denied_resources": [("TOPIC:secrets", 500)],
+        "top_denied_operations": [("READ", 567)],
+        "most_used_acls": [{**ACL, "hits": 1234000, "last_used": T0}],
+        "hits_not_in_state": [
+            {
+                "acl_id": "DDDDDDDDDDDDDDDDDDDDDD",
+                "hits": 3,
+                "last_used": T0,
+                "principals": 2,
+                "principals_seen": ["User:alice", "User:bob"],
+                "resources": 1,
+                "resources_seen": ["TOPIC:old"],
+                "operations": 1,
+                "operations_seen": ["READ"],
+            }
+        ],
         "covered_acls": [
             {
                 **ACL,
@@ -101,7 +129,7 @@ def test_attacker_controlled_names_are_escaped() -> None:
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     parsed = outline(page)
     assert [tag for tag, _ in parsed.tags if tag == "script"] == []
-    assert sum(EVIL in text for text in parsed.text) >= 3  # bar label + tooltip, unused table: as text, not markup
+    assert sum(EVIL in text for text in parsed.text) >= 2  # bar tooltip, unused table: as text, not markup
 
 
 def test_self_contained_with_both_charts_and_tables(tmp_path: Path) -> None:
@@ -115,23 +143,26 @@ def test_self_contained_with_both_charts_and_tables(tmp_path: Path) -> None:
         assert not {"src", "href"} & set(attrs), (tag, attrs)
     assert "url(" not in page and "@import" not in page
     sections = [attrs.get("id") for tag, attrs in parsed.tags if tag == "section"]
-    assert sections == ["denials-over-time", "top-denied", "unused", "covered"]
-    assert tags.count("svg") == 2
+    assert sections == SECTIONS  # the shadowed ALLOWs first
+    assert tags.count("svg") == 4  # denials over time; top principals, resources, operations
     bars = [attrs for tag, attrs in parsed.tags if tag == "rect" and attrs.get("class") == "bar"]
-    assert len(bars) == 6 + 2  # hours 0..5 (gaps filled with zeros) and two principals
+    assert len(bars) == 6 + 2 + 1 + 1  # hours 0..5 (gaps filled with zeros), two principals, a resource, an op
     text = " ".join(parsed.text)
     assert "Denials per hour" in text and "1,234,567" in text
     assert "2026-11-01 00:00:00 UTC" in text and "2026-11-02 00:00:00 UTC" in text
     rows = [tag for tag in tags if tag == "tr"]
-    assert len(rows) == (1 + 2) + (1 + 1)  # header + rows of each table
+    # header + rows: shadowed (1), most used (1), not in the state (1), unused (one group row per principal, 2)
+    assert len(rows) == (1 + 1) + (1 + 1) + (1 + 1) + (1 + 2 + 2)
     assert "DENY ALL PREFIXED ord for User:* from * (CCCCCCCCCCCCCCCCCCCCCC)" in text
 
 
 def test_capped_tables_say_so_and_empty_sections_too() -> None:
-    page = render_report(data(unused_acls=[ACL], covered_acls=[], denials_by_hour=[], top_denied=[]))
+    empty: dict[str, object] = {"top_denied_resources": [], "top_denied_operations": [], "hits_not_in_state": []}
+    page = render_report(data(unused_acls=[ACL], covered_acls=[], denials_by_hour=[], top_denied=[], **empty))
     assert "Showing 1 of 2 unused ACLs" in page
-    assert "No shadowed or redundant ACLs." in page
-    assert page.count("No denials in the window.") == 2
+    assert "No shadowed ALLOWs." in page and "No redundant ALLOWs." in page
+    assert page.count("No denials in the window.") == 4
+    assert "No hits on ACLs no longer in the state." in page
     outline(page)
 
 

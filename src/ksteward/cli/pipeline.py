@@ -60,7 +60,20 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
                          help="Spark master (default: spark-submit's, else local[*])")  # fmt: skip
         job.add_argument("--format", default="parquet", choices=FORMATS,
                          help="output format (default parquet; csv: a header row, ;-joined arrays)")  # fmt: skip
+        job.add_argument("--allow-partial", action="store_true",
+                         help="rebuild states past a damaged part of the metadata log (default: exit 2)")  # fmt: skip
         job.set_defaults(func=run_job)
+
+
+def window_problem(args: argparse.Namespace) -> str | None:
+    """Why ``--from``/``--to`` give an empty window (``--from`` not before ``--to``), or None."""
+    start, end = getattr(args, "start", None), getattr(args, "end", None)
+    if start is not None and end is not None and start >= end:
+        return (
+            f"--from {start.isoformat()} is not before --to {end.isoformat()}: the window is empty"
+            " (--from is inclusive, --to exclusive)"
+        )
+    return None
 
 
 def run_job(args: argparse.Namespace) -> int:
@@ -72,6 +85,10 @@ def run_job(args: argparse.Namespace) -> int:
     from ksteward.pipeline.session import spark_session
 
     name = args.pipeline_job
+    problem = window_problem(args)
+    if problem:  # before Spark starts: an empty window is a mistake, not "0 events and every ACL unused"
+        print(f"ksteward pipeline {name}: {problem}", file=sys.stderr)
+        return 2
     module = job_module(name)
     ours = SparkSession.getActiveSession() is None  # in-process callers (tests) keep their session
     spark = spark_session(args.master, app_name=f"ksteward-pipeline-{name}")

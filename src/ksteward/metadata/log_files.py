@@ -8,6 +8,11 @@ read every file under it, and report damage instead of stopping at it. This modu
         for item in file_batches(path):              # Batch, then at most one TornTail or UnreadableBatch
             ...
 
+The pipeline reads the files through Spark's file sources instead (any Hadoop file system), so both halves
+also exist without a local path: :func:`log_file_names` picks and orders one directory's entries,
+:func:`buffer_batches` walks one file's bytes. ``log_files`` and ``file_batches`` are those two on a local
+path.
+
 The server's own reads go through ``MetadataLog``, which repairs a torn tail; nothing here writes.
 """
 
@@ -15,14 +20,25 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from ksteward.metadata.batch import Batch, CorruptBatchError, UnsupportedCompressionError, iter_batches
-from ksteward.metadata.log import PARTITION_DIR_NAME, list_segments, list_snapshots, partition_dir
+from ksteward.metadata.log import PARTITION_DIR_NAME, partition_dir
+from ksteward.metadata.segments import parse_segment_name
+from ksteward.metadata.snapshot_file import parse_snapshot_name
 
-__all__ = ["LOG_FILE_SUFFIXES", "NotAMetadataLogError", "TornTail", "UnreadableBatch", "file_batches", "log_files"]
+__all__ = [
+    "LOG_FILE_SUFFIXES",
+    "NotAMetadataLogError",
+    "TornTail",
+    "UnreadableBatch",
+    "buffer_batches",
+    "file_batches",
+    "log_file_names",
+    "log_files",
+]
 
 #: The suffixes of the two kinds of file a metadata log holds: segments and snapshots.
 LOG_FILE_SUFFIXES = (".log", ".checkpoint")
@@ -68,7 +84,17 @@ def log_files(path: str | os.PathLike[str]) -> list[Path]:
     directory = partition_dir(p)
     if not directory.is_dir() and p.name != PARTITION_DIR_NAME:
         directory = p  # a directory holding segments directly
-    return [s.path for s in reversed(list_snapshots(directory))] + list_segments(directory)
+    return [directory / name for name in log_file_names(os.listdir(directory))]
+
+
+def log_file_names(names: Iterable[str]) -> list[str]:
+    """Of one directory's entry names, the log's files in :func:`log_files` order: the snapshots by end offset
+    and epoch, then the segments by base offset. Other names (``quorum-state``, ``.index``, ``.lock``,
+    ``.checkpoint.part``) are not the log's."""
+    names = list(names)
+    snapshots = sorted((key, name) for name in names if (key := parse_snapshot_name(name)) is not None)
+    segments = sorted((base, name) for name in names if (base := parse_segment_name(name)) is not None)
+    return [name for _, name in snapshots] + [name for _, name in segments]
 
 
 def file_batches(path: Path) -> Iterator[Batch | TornTail | UnreadableBatch]:
@@ -81,15 +107,21 @@ def file_batches(path: Path) -> Iterator[Batch | TornTail | UnreadableBatch]:
     if size == 0:
         return
     with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-        batches = iter_batches(buf)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                if batches.torn:
-                    yield TornTail(batches.valid_bytes, size - batches.valid_bytes)
-                return
-            except (CorruptBatchError, UnsupportedCompressionError) as exc:
-                yield UnreadableBatch(getattr(exc, "position", batches.valid_bytes), exc)
-                return
-            yield batch
+        yield from buffer_batches(buf)
+
+
+def buffer_batches(buf: bytes | bytearray | mmap.mmap) -> Iterator[Batch | TornTail | UnreadableBatch]:
+    """:func:`file_batches` on a file's bytes already in memory (each batch is a copy)."""
+    size = len(buf)
+    batches = iter_batches(buf)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            if batches.torn:
+                yield TornTail(batches.valid_bytes, size - batches.valid_bytes)
+            return
+        except (CorruptBatchError, UnsupportedCompressionError) as exc:
+            yield UnreadableBatch(getattr(exc, "position", batches.valid_bytes), exc)
+            return
+        yield batch

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .batch import ScanResult
 
-__all__ = ["Segment", "delete_segment_files", "list_segments", "segment_file_name"]
+__all__ = ["Segment", "delete_segment_files", "list_segments", "parse_segment_name", "segment_file_name"]
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 
@@ -38,6 +38,12 @@ class Segment:
 
 def segment_file_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
+
+
+def parse_segment_name(name: str) -> int | None:
+    """The base offset of a segment file name (``%020d.log``); None for any other name."""
+    match = _SEGMENT_RE.match(name)
+    return int(match[1]) if match else None
 
 
 def list_segments(directory: Path) -> list[Path]:

@@ -39,7 +39,9 @@ __all__ = [
     "CorruptSnapshotError",
     "SnapshotDownload",
     "SnapshotId",
+    "check_snapshot",
     "list_snapshots",
+    "parse_snapshot_name",
     "read_snapshot",
     "read_snapshot_chunk",
     "snapshot_file_name",
@@ -66,6 +68,12 @@ class SnapshotId:
 
 def snapshot_file_name(end_offset: int, epoch: int) -> str:
     return f"{end_offset:020d}-{epoch:010d}.checkpoint"
+
+
+def parse_snapshot_name(name: str) -> tuple[int, int] | None:
+    """``(end_offset, epoch)`` of a snapshot file name (``%020d-%010d.checkpoint``); None for any other name."""
+    match = _SNAPSHOT_RE.match(name)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def list_snapshots(directory: Path) -> list[SnapshotId]:
@@ -148,7 +156,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, int, Iterator[byte
     return end_offset, epoch, _snapshot_values(buf, path)
 
 
-def _first_control_type(buf: mmap.mmap | bytes, position: int, path: Path, *, last: bool) -> int:
+def _first_control_type(buf: mmap.mmap | bytes | bytearray, position: int, path: Path, *, last: bool) -> int:
     """Control type of the first (or last) record of the batch at ``position``; -1 if not control."""
     try:
         batch = next(iter_batches(buf, position))
@@ -251,7 +259,13 @@ def _validate(path: Path) -> None:
         unmap(buf)
 
 
-def _check_whole(buf: mmap.mmap | bytes, path: Path) -> None:
+def check_snapshot(buf: mmap.mmap | bytes | bytearray, label: str) -> None:
+    """``read_snapshot``'s whole-file checks on a snapshot's bytes (read by another file system than the
+    local one: the pipeline's Spark readers); CorruptSnapshotError names ``label``."""
+    _check_whole(buf, Path(label))
+
+
+def _check_whole(buf: mmap.mmap | bytes | bytearray, path: Path) -> None:
     """Every CRC, a SnapshotHeader as the first record and a SnapshotFooter as the last."""
     scan = scan_batches(buf)
     if scan.error is not None:

@@ -48,16 +48,19 @@ keys only (events repeat heavily):
 
 Cost. One shuffle, the ``distinct`` of the requests: every join is an equi-join with a broadcast of the ACL
 side (its distinct keys, the applicable ACLs, the ids by 7-tuple), so the requests keep their partitioning
-and each is aggregated where it lies. The ACL state is assumed to fit in memory, as it does in the broker.
-For event-level frames, aggregate first (``groupBy(*REQUEST_COLUMNS).agg(...)``) and decide the aggregate
-(``decide`` of it costs what ``decide_distinct`` costs); ``decide`` of raw events joins the decision table
-back (broadcast).
+and each is aggregated where it lies. The broadcasts are bounded: they are asked for only when the ACL set
+holds at most ``BROADCAST_ACLS`` rows (counted by the one small job that also finds the prefix lengths);
+a larger set is joined by shuffle (a sort-merge join unless adaptive execution measures a side small
+enough to broadcast, under ``spark.sql.adaptive.autoBroadcastJoinThreshold``). For event-level frames,
+aggregate first (``groupBy(*REQUEST_COLUMNS).agg(...)``) and decide the aggregate (``decide`` of it costs
+what ``decide_distinct`` costs); ``decide`` of raw events joins the decision table back, by whatever join
+Spark chooses (``broadcast_decisions=True`` asks for a broadcast, for a caller that knows the table small).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -87,11 +90,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACL_OPERATION_CODES",
+    "BROADCAST_ACLS",
     "OPERATION_CODES",
     "PATTERN_CODES",
     "PERMISSION_CODES",
     "RESOURCE_TYPE_CODES",
+    "AclShapes",
     "acl_frame",
+    "acl_shapes",
     "decide",
     "decide_distinct",
     "denies_operation",
@@ -117,6 +123,10 @@ _PATTERN_ORDER = {int(PatternType.UNKNOWN): 0, int(PatternType.LITERAL): 1, int(
 _RANK_BITS = 40
 _LAST = (1 << _RANK_BITS) - 1  # the wildcard section's rank: after every name (names up to 2**38 characters)
 _ORDER_TO_PATTERN = {order: code for code, order in _PATTERN_ORDER.items()}
+
+#: The most ACLs whose tables ``decide_distinct`` broadcasts (each join side is at most this many rows of about
+#: 150 bytes: some 75 MB, built on the driver and held by every executor); above it the joins shuffle.
+BROADCAST_ACLS = 500_000
 
 
 def _names(cls: type[enum.IntEnum], *, exclude: Iterable[str] = (), display: bool = True) -> dict[str, int]:
@@ -225,7 +235,32 @@ def prepared_acls(acls: DataFrame) -> DataFrame:
     )
 
 
-def match_keys(acls: DataFrame, requests: DataFrame) -> DataFrame:
+class AclShapes(NamedTuple):
+    """What one small job finds in a ``prepared_acls`` frame: the PREFIXED name lengths, whether the LITERAL
+    ``*`` occurs, and how many rows there are (which bounds the broadcasts)."""
+
+    lengths: list[int]
+    wildcard: bool
+    rows: int
+
+    def hint(self, frame: DataFrame) -> DataFrame:
+        """``frame`` marked for a broadcast when the ACL set is small enough (``BROADCAST_ACLS``)."""
+        return F.broadcast(frame) if self.rows <= BROADCAST_ACLS else frame
+
+
+def acl_shapes(acls: DataFrame) -> AclShapes:
+    """The :class:`AclShapes` of ``acls`` (``prepared_acls``): one small job."""
+    row = acls.agg(
+        F.collect_set(F.when(F.col("kind") == _PREFIX, F.col("name_len"))).alias("lengths"),
+        F.max(F.col("kind") == _WILDCARD).alias("wildcard"),
+        F.count(F.lit(1)).alias("rows"),
+    ).first()
+    if row is None:
+        return AclShapes([], False, 0)
+    return AclShapes(sorted(row["lengths"]), bool(row["wildcard"]), int(row["rows"]))
+
+
+def match_keys(acls: DataFrame, requests: DataFrame, shapes: AclShapes | None = None) -> DataFrame:
     """Each request of ``requests`` (with ``rt``) with every (``kind``, ``key``) pattern key an ACL of ``acls``
     (``prepared_acls``) has and the request's name matches (step 1 of the module docstring).
 
@@ -233,15 +268,11 @@ def match_keys(acls: DataFrame, requests: DataFrame) -> DataFrame:
     UNKNOWN), and ``*`` (the LITERAL wildcard). They are generated (one ``explode`` of ``-2 .. len(R)``), those
     of a prefix length or wildcard no ACL has are dropped at once (one small job finds which the ACLs have: a
     long name costs no more than the ACLs' few lengths), and the rest are equi-joined with the distinct keys of
-    ``acls``, broadcast. Result: the columns of ``requests``, ``kind``, ``key`` and ``present`` (true) for each
-    key some ACL has, and one row with ``present`` null for the request's own name when no ACL has it (so that
-    no request is lost)."""
-    shapes = acls.agg(
-        F.collect_set(F.when(F.col("kind") == _PREFIX, F.col("name_len"))).alias("lengths"),
-        F.max(F.col("kind") == _WILDCARD).alias("wildcard"),
-    ).first()
-    lengths = sorted(shapes["lengths"]) if shapes is not None else []
-    wildcard = bool(shapes is not None and shapes["wildcard"])
+    ``acls``, broadcast when ``shapes.hint`` says so. Result: the columns of ``requests``, ``kind``, ``key`` and
+    ``present`` (true) for each key some ACL has, and one row with ``present`` null for the request's own name
+    when no ACL has it (so that no request is lost). ``shapes``: :func:`acl_shapes` of ``acls``, if known."""
+    shapes = shapes if shapes is not None else acl_shapes(acls)
+    lengths, wildcard = shapes.lengths, shapes.wildcard
     name = F.col("resource_name")
     n = F.col("n")
     wanted = (n == -1) | ((n == -2) & F.lit(wildcard)) | ((n >= 0) & (n.isin(lengths) if lengths else F.lit(False)))
@@ -250,7 +281,7 @@ def match_keys(acls: DataFrame, requests: DataFrame) -> DataFrame:
     exploded = requests.select("*", F.explode(F.sequence(F.lit(-2), F.char_length(name))).alias("n")).where(wanted)
     keyed = exploded.select(*requests.columns, kind.alias("kind"), key.alias("key"))
     present = acls.select("rt", "kind", "key").distinct().withColumn("present", F.lit(True))
-    joined = keyed.join(F.broadcast(present), on=["rt", "kind", "key"], how="left")
+    joined = keyed.join(shapes.hint(present), on=["rt", "kind", "key"], how="left")
     return joined.where(F.col("present") | (F.col("kind") == _EXACT))
 
 
@@ -307,8 +338,8 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
     """The decision of each distinct request of ``keys``: ``REQUEST_COLUMNS`` + ``DECISION_SCHEMA`` columns.
 
     ``keys`` may hold repeats and other columns; only the distinct ``REQUEST_COLUMNS`` are decided. One
-    shuffle (the ``distinct``): every ACL-side table is broadcast, so the requests keep their partitioning
-    through the joins and are aggregated where they are."""
+    shuffle (the ``distinct``): every ACL-side table is broadcast (up to ``BROADCAST_ACLS`` ACLs), so the
+    requests keep their partitioning through the joins and are aggregated where they are."""
     distinct = keys.select(*[F.coalesce(F.col(c), F.lit("")).alias(c) for c in REQUEST_COLUMNS]).distinct()
     coded = distinct.select(
         *REQUEST_COLUMNS,
@@ -316,7 +347,8 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
         F.coalesce(enum_code("operation", OPERATION_CODES), F.lit(-1)).alias("op"),
     )
     prepared = prepared_acls(acls)
-    matched = match_keys(prepared, coded)
+    shapes = acl_shapes(prepared)
+    matched = match_keys(prepared, coded, shapes)
     # Only the keys some ACL has are probed with the request's principal and User:*, host and *: the rows of
     # the ACLs that apply (their principal has a colon) on those keys come from one more broadcast join.
     present = F.col("present")
@@ -337,7 +369,7 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
         "perm",
     )
     probe_keys = ["rt", "kind", "key", "acl_principal", "acl_host"]
-    hits = probes.join(F.broadcast(applicable), on=probe_keys, how="left").select("*", *_ranks())
+    hits = probes.join(shapes.hint(applicable), on=probe_keys, how="left").select("*", *_ranks())
     allow = F.col("perm") == _ALLOW
     verdicts = hits.groupBy(*REQUEST_COLUMNS, "rt").agg(
         F.max(present).alias("has_acls"),  # some ACL's pattern matches the name, whoever it is for
@@ -362,7 +394,7 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
         *tuple_columns[5:], "acl_id",
     )  # fmt: skip
     decided = (
-        deciding.join(F.broadcast(ids), on=tuple_columns, how="left")
+        deciding.join(shapes.hint(ids), on=tuple_columns, how="left")
         .groupBy(*REQUEST_COLUMNS, "has_acls", "denied", "hit")
         .agg(F.min("acl_id").alias("acl_id"))
     )
@@ -382,13 +414,14 @@ def decide_distinct(keys: DataFrame, acls: DataFrame, settings: AuthorizerSettin
 
 
 def decide(
-    requests: DataFrame, acls: DataFrame, settings: AuthorizerSettings, *, broadcast_decisions: bool = True
+    requests: DataFrame, acls: DataFrame, settings: AuthorizerSettings, *, broadcast_decisions: bool = False
 ) -> DataFrame:
     """``requests`` with ``granted``, ``rule`` and ``acl_id`` appended (see the module docstring).
 
-    The decisions are made once per distinct request and joined back; ``broadcast_decisions`` (the
-    default) broadcasts that table, which suits up to a few million distinct requests and spares a
-    shuffle of ``requests``. Existing ``granted``/``rule``/``acl_id`` columns are replaced."""
+    The decisions are made once per distinct request and joined back by the join Spark chooses (adaptive
+    execution broadcasts the table when it measures it under ``spark.sql.adaptive.autoBroadcastJoinThreshold``);
+    ``broadcast_decisions`` asks for a broadcast whatever its size, for a caller that knows the distinct
+    requests few. Existing ``granted``/``rule``/``acl_id`` columns are replaced."""
     table = decide_distinct(requests, acls, settings)
     if broadcast_decisions:
         table = F.broadcast(table)

@@ -14,7 +14,11 @@ left out, as Kafka does. Each table is then "the last record per key by offset" 
 DataFrame operations: nothing is replayed record by record on the driver. The driver only runs one small
 aggregation to choose ``T`` and the snapshot, and raises :class:`StateUnavailableError` when the target
 predates everything that can be rebuilt (no snapshot at or before it and the log no longer starts at 0, or
-a gap between the snapshot and the log).
+a gap between the snapshot and the log), or an offset is past the end of the log (the message names the
+last offset). When ``read_metadata`` found damage in the middle of the log (``readers.metadata.LogDamage``:
+a corrupt batch, missing offsets), a state at or after the damaged offset (the latest state always) is a
+:class:`PartialLogError` unless the read allowed partial logs; then it is rebuilt from what could be read,
+with a warning.
 
 Schemas of :class:`State` (enum columns hold ``ksteward.authorizer.enums`` names):
 
@@ -33,6 +37,7 @@ Schemas of :class:`State` (enum columns hold ``ksteward.authorizer.enums`` names
 from __future__ import annotations
 
 import datetime
+import logging
 from typing import TYPE_CHECKING, NamedTuple
 
 from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -42,7 +47,18 @@ from ksteward.pipeline.readers import InputError, conform
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["TABLES", "State", "StateUnavailableError", "Target", "resolve_target", "state_at", "state_for"]
+__all__ = [
+    "TABLES",
+    "PartialLogError",
+    "State",
+    "StateUnavailableError",
+    "Target",
+    "resolve_target",
+    "state_at",
+    "state_for",
+]
+
+LOG = logging.getLogger(__name__)
 
 TABLES = ("acls", "topics", "configs", "quotas")
 
@@ -72,7 +88,12 @@ class _Snapshot(NamedTuple):
 
 
 class StateUnavailableError(InputError):
-    """The records cannot rebuild the state at the target: it predates the oldest usable snapshot."""
+    """The records cannot rebuild the state at the target: it predates the oldest usable snapshot, or it is
+    past the end of the log."""
+
+
+class PartialLogError(InputError):
+    """The state at the target would miss records: the log is damaged at or before it (``--allow-partial``)."""
 
 
 def state_at(records: DataFrame, *, offset: int | None = None, timestamp: datetime.datetime | None = None) -> State:
@@ -113,6 +134,7 @@ def resolve_target(
     log_last, log_start = (log.last, log.log_start) if log else (None, None)
     in_time_offsets = [r.last_in_time for r in summary if r.last_in_time is not None]
 
+    latest = max([s.offset for s in snapshots] + ([log_last] if log_last is not None else []), default=-1)
     if offset is not None:
         target = offset
     elif timestamp is not None:
@@ -120,8 +142,9 @@ def resolve_target(
             raise StateUnavailableError(f"no metadata record at or before {timestamp.isoformat()}")
         target = max(in_time_offsets)
     else:
-        target = max([s.offset for s in snapshots] + ([log_last] if log_last is not None else []), default=-1)
+        target = latest
 
+    _check_whole_log(records, target, offset, timestamp, latest)
     usable = sorted(((s.offset, s.source_file) for s in snapshots if s.offset <= target), reverse=True)
     snapshot_offset, snapshot_file = usable[0] if usable else (None, None)
     first_needed = 0 if snapshot_offset is None else snapshot_offset + 1
@@ -137,6 +160,33 @@ def resolve_target(
             f"(offset {min(s.offset for s in snapshots)}) and there is no log"
         )
     return Target(target, snapshot_offset, snapshot_file)
+
+
+def _check_whole_log(
+    records: DataFrame, target: int, offset: int | None, timestamp: datetime.datetime | None, latest: int
+) -> None:
+    """``--at`` past the end of the log, and a target beyond damage in the middle of it (``read_metadata``'s
+    ``LogSummary``; ``latest``, the last offset the records hold, stands in for frames it did not return)."""
+    from ksteward.pipeline.readers.metadata import log_summary
+
+    summary = log_summary(records)
+    end = summary.last_offset if summary is not None else latest
+    if offset is not None and offset > end:
+        held = f"its last offset is {end}" if end >= 0 else "it holds no batch"
+        raise StateUnavailableError(f"offset {offset} is past the end of the metadata log: {held}")
+    if summary is None or summary.damage is None:
+        return
+    damage = summary.damage
+    # A time target may lie in the lost records too when no readable record falls between it and them.
+    lost = (offset is None and timestamp is None) or target >= damage.offset - (0 if timestamp is None else 1)
+    if not lost:
+        return
+    what = f"the metadata log is damaged from offset {damage.offset} ({damage.what})"
+    if not summary.allow_partial:
+        whole = f"; the state at offset {damage.offset - 1} or earlier is whole" if damage.offset > 0 else ""
+        raise PartialLogError(f"{what}: the state at offset {target} would miss records{whole} (--allow-partial: "
+                              "use what can be read)")  # fmt: skip
+    LOG.warning("%s: the state at offset %d is rebuilt from what can be read, and may miss records", what, target)
 
 
 def state_for(records: DataFrame, target: Target) -> State:

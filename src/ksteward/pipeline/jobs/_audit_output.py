@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ._shared import write_table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, Row, SparkSession
 
     from ksteward.pipeline.report import ReportData
 
@@ -41,15 +41,15 @@ REPORT_ROWS = 1000
 
 @contextlib.contextmanager
 def stage(spark: SparkSession, name: str) -> Iterator[None]:
-    """Log a stage's start and duration, and name its Spark jobs (shown with the console progress bar)."""
-    log.info("audit: %s ...", name)
+    """Log (at DEBUG: a job's progress lines are its phases) a step's start and duration, and name its Spark jobs."""
+    log.debug("audit: %s ...", name)
     spark.sparkContext.setJobDescription(f"audit: {name}")
     started = time.perf_counter()
     try:
         yield
     finally:
         spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
-        log.info("audit: %s done in %.1f s", name, time.perf_counter() - started)
+        log.debug("audit: %s done in %.1f s", name, time.perf_counter() - started)
 
 
 #: How many tables ``write_result`` writes at once. Most are small: a write of one is mostly Spark's per-job
@@ -85,22 +85,38 @@ def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str =
 
 
 def report_data(result: AuditResult, *, rows: int = REPORT_ROWS) -> ReportData:
-    """Collect what the HTML report shows (small: per-hour counts, the top principals, capped tables)."""
+    """Collect what the HTML report shows (small: per-hour counts, the top lists, capped tables)."""
+    from pyspark.sql import functions as F
+
     from ksteward.pipeline.report import ReportData
 
     row = result.totals.first()
     assert row is not None
     totals = {key: _aware(value) for key, value in row.asDict().items()}
+    safe = result.unused_acls.agg(F.count(F.when(F.col("safe_to_delete"), 1)).alias("n")).first()
+    totals["acls_safe_to_delete"] = int(safe["n"]) if safe is not None else 0
     hours = [(_aware(r["hour"]), int(r["denials"])) for r in result.denials_by_hour.orderBy("hour").collect()]
-    top = [(r["principal"], int(r["denials"])) for r in result.top_denied_principals.orderBy("rank").collect()]
-    unused = [
-        r.asDict() for r in result.unused_acls.orderBy("resource_type", "resource_name", "acl_id").limit(rows).collect()
-    ]
-    covered = [
-        r.asDict()
-        for r in result.shadowed_acls.orderBy("kind", "resource_type", "resource_name", "acl_id").limit(rows).collect()
-    ]
-    return ReportData(totals=totals, denials_by_hour=hours, top_denied=top, unused_acls=unused, covered_acls=covered)
+
+    def ranked(frame: DataFrame, label: Callable[[Row], str]) -> list[tuple[str, int]]:
+        return [(label(r), int(r["denials"])) for r in frame.orderBy("rank").collect()]
+
+    def dicts(frame: DataFrame, *order: str | Column) -> list[dict[str, object]]:
+        return [{k: _aware(v) for k, v in r.asDict().items()} for r in frame.orderBy(*order).limit(rows).collect()]
+
+    shadowed_first = F.when(F.col("kind") == "shadowed", 0).otherwise(1)
+    return ReportData(
+        totals=totals,
+        denials_by_hour=hours,
+        top_denied=ranked(result.top_denied_principals, lambda r: r["principal"]),
+        top_denied_resources=ranked(
+            result.top_denied_resources, lambda r: f"{r['resource_type']}:{r['resource_name']}"
+        ),
+        top_denied_operations=ranked(result.top_denied_operations, lambda r: r["operation"]),
+        most_used_acls=dicts(result.acl_usage.where("hits > 0"), F.desc("hits"), "acl_id"),
+        hits_not_in_state=dicts(result.acl_hits_not_in_state, F.desc("hits"), "acl_id"),
+        unused_acls=dicts(result.unused_acls, "principal", "resource_type", "resource_name", "pattern_type", "acl_id"),
+        covered_acls=dicts(result.shadowed_acls, shadowed_first, "resource_type", "resource_name", "acl_id"),
+    )
 
 
 def _aware(value: _T) -> _T:
@@ -116,8 +132,9 @@ def summary(totals: Mapping[str, object], top: Sequence[tuple[str, int]], reject
         f"audit window {totals['window_start']} .. {totals['window_end']}",
         f"  events {totals['events']:,}: granted {totals['granted']:,}, denied {totals['denied']:,}"
         f" (attributed: logged {totals['logged']:,}, re-decided {totals['redecided']:,},"
-        f" mismatched {totals['mismatched']:,})",
-        f"  ACLs {totals['acls']:,}: used {totals['acls_used']:,}, unused {totals['acls_unused']:,},"
+        f" unattributed {totals['unattributed']:,})",
+        f"  ACLs {totals['acls']:,}: used {totals['acls_used']:,}, unused {totals['acls_unused']:,}"
+        f" ({totals.get('acls_safe_to_delete', 0):,} safe to delete),"
         f" shadowed {totals['shadowed']:,}, redundant {totals['redundant']:,}",
         f"  hits on ACLs no longer in the state: {totals['hits_on_acls_not_in_state']:,}",
         f"  bad input lines set aside: {rejected:,}",

@@ -5,12 +5,15 @@ Each is a DataFrame-to-DataFrame step on ``access`` (the attributed access tuple
 
 - :func:`acl_usage`: per ACL of the state, its hits in the window (the unused ACLs are those with none);
 - :func:`acl_hits_daily`: per day and credited ACL id, whether or not the state still has it;
-- :func:`denials_by_tuple` and :func:`top_denied_principals`: the denied events, per day and request, and
-  the principals denied most;
+- :func:`hits_not_in_state`: per credited ACL id the state does not have (deleted since), who used it;
+- :func:`unused_acls`: the ACLs with no hit, each marked safe to delete or not, and why (docs/pipeline.md);
+- :func:`denials_by_tuple`, :func:`top_denied_principals`, :func:`top_denied_resources` and
+  :func:`top_denied_operations`: the denied events, per day and request, and who, what and which operation
+  was denied most;
 - :func:`window_totals`: the one-row summary, collected at once.
 
 An ACL is credited only with the events the audit attributed to it (``rule`` ``acl`` and an ``acl_id``):
-a mismatch never inflates a hit count.
+an unattributed event never inflates a hit count.
 """
 
 from __future__ import annotations
@@ -22,17 +25,28 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
-from ksteward.authorizer import Rule
-from ksteward.pipeline.schemas import ACL_SCHEMA
+from ksteward.authorizer import WILDCARD_PRINCIPAL, Rule
+from ksteward.pipeline.schemas import ACL_SCHEMA, AuthorizerSettings
 
 __all__ = [
     "TOP_PRINCIPALS",
+    "UNATTRIBUTED",
     "acl_hits_daily",
     "acl_usage",
     "denials_by_tuple",
+    "hits_not_in_state",
+    "top_denied_operations",
     "top_denied_principals",
+    "top_denied_resources",
+    "unused_acls",
     "window_totals",
 ]
+
+#: ``attribution`` of an event the audit could credit to no ACL: the ACL state it is judged against is not the
+#: one the broker decided with (the one name for it in the tables, the summary, the report and the docs).
+UNATTRIBUTED = "unattributed"
+#: How many principals, resources or operations a row of :func:`hits_not_in_state` lists (its counts are exact).
+LISTED = 20
 
 TOP_PRINCIPALS = 20
 
@@ -86,6 +100,82 @@ def acl_hits_daily(access: DataFrame, acls: DataFrame) -> DataFrame:
     )
 
 
+def hits_not_in_state(access: DataFrame, acls: DataFrame) -> DataFrame:
+    """Per credited ACL id that ``acls`` does not have (deleted before the window's end): ``acl_id``, ``hits``,
+    ``first_used``, ``last_used``, ``principals`` / ``resources`` / ``operations`` (counts of the distinct
+    ones) and ``principals_seen`` / ``resources_seen`` / ``operations_seen`` (the first ``LISTED`` of each, sorted;
+    a resource as ``TYPE:name``): who relied on an ACL that is gone, most hits first."""
+    resource = F.concat_ws(":", "resource_type", "resource_name")
+    credited = _credited(access).join(acls.select("acl_id"), "acl_id", "left_anti")
+    grouped = credited.groupBy("acl_id").agg(
+        F.sum("events").alias("hits"),
+        F.min("first_seen").alias("first_used"),
+        F.max("last_seen").alias("last_used"),
+        F.array_sort(F.collect_set("principal")).alias("p"),
+        F.array_sort(F.collect_set(resource)).alias("r"),
+        F.array_sort(F.collect_set("operation")).alias("o"),
+    )
+    return grouped.select(
+        "acl_id",
+        F.col("hits").cast("long").alias("hits"),
+        "first_used",
+        "last_used",
+        *(F.size(c).alias(name) for c, name in (("p", "principals"), ("r", "resources"), ("o", "operations"))),
+        *(
+            F.slice(c, 1, LISTED).alias(f"{name}_seen")
+            for c, name in (("p", "principals"), ("r", "resources"), ("o", "operations"))
+        ),
+    ).orderBy(F.desc("hits"), "acl_id")
+
+
+def unused_acls(usage: DataFrame, access: DataFrame, covered: DataFrame, settings: AuthorizerSettings) -> DataFrame:
+    """The ACLs with no hit in the window: the ``ACL_SCHEMA`` columns, ``safe_to_delete`` and ``why`` (the rule
+    of docs/pipeline.md, "Unused ACLs safe to delete", that decided it). Each mark is for deleting that ACL
+    alone."""
+    acls = usage.select(*ACL_SCHEMA.fieldNames())
+    unused = usage.where(F.col("hits") == 0).select(*ACL_SCHEMA.fieldNames())
+    kind = covered.groupBy("acl_id").agg(F.min("kind").alias("kind"))  # "redundant" < "shadowed": either will do
+    # The principals with unattributed events (their hits may be undercounted) and with allowed requests.
+    active = access.groupBy("principal").agg(
+        F.max(F.col("attribution") == UNATTRIBUTED).alias("unattributed"),
+        F.max(F.col("granted")).alias("allowed"),
+    )
+    any_unattributed = access.agg(F.max(F.col("attribution") == UNATTRIBUTED).alias("any_unattributed"))
+    grants = acls.where(F.col("permission_type") == "ALLOW").groupBy("principal").agg(F.count(F.lit(1)).alias("grants"))
+    pattern = ["resource_type", "pattern_type", "resource_name"]
+    on_pattern = acls.groupBy(*pattern).agg(F.count(F.lit(1)).alias("on_pattern"))
+    joined = (
+        unused.join(kind, "acl_id", "left")
+        .join(active, "principal", "left")
+        .join(grants, "principal", "left")
+        .join(on_pattern, pattern, "left")
+        .crossJoin(F.broadcast(any_unattributed))
+    )
+    wildcard = F.col("principal") == WILDCARD_PRINCIPAL
+    unattributed = F.when(wildcard, F.col("any_unattributed")).otherwise(F.coalesce("unattributed", F.lit(False)))
+    rules = [
+        (F.col("permission_type") != "ALLOW", False, "a DENY: deleting it allows more, never less; left to you"),
+        (F.col("kind") == "shadowed", True, "shadowed by a DENY: it never takes effect"),
+        (F.col("kind") == "redundant", True, "redundant: another ALLOW grants all it grants"),
+        (unattributed, False, "unattributed events of its principal may have used it"),
+        (
+            F.lit(settings.allow_everyone_if_no_acl_found) & (F.col("on_pattern") == 1),
+            False,
+            "the last ACL on its resource: allow.everyone.if.no.acl.found would open it to all",
+        ),
+        (
+            (F.col("grants") == 1) & F.coalesce("allowed", F.lit(False)),
+            False,
+            "the only grant of a principal that made allowed requests",
+        ),
+    ]
+    safe, why = F.lit(True), F.lit("no hit in the window")
+    for cond, verdict, reason in reversed(rules):  # the first rule that holds decides
+        safe = F.when(F.coalesce(cond, F.lit(False)), F.lit(verdict)).otherwise(safe)
+        why = F.when(F.coalesce(cond, F.lit(False)), F.lit(reason)).otherwise(why)
+    return joined.select(*ACL_SCHEMA.fieldNames(), safe.alias("safe_to_delete"), why.alias("why"))
+
+
 def denials_by_tuple(access: DataFrame) -> DataFrame:
     """Denied events per day, principal, resource and operation (see :class:`AuditResult`)."""
     return (
@@ -117,6 +207,41 @@ def top_denied_principals(denials: DataFrame, top_n: int = TOP_PRINCIPALS) -> Da
     return ranked.select("rank", "principal", "denials", "resources", "operations", "first_denied", "last_denied")
 
 
+def top_denied_resources(denials: DataFrame, top_n: int = TOP_PRINCIPALS) -> DataFrame:
+    """The ``top_n`` resources with the most denials: ``rank``, ``resource_type``, ``resource_name``, ``denials``,
+    ``principals`` (distinct), ``operations`` (sorted distinct), ``last_denied``."""
+    per_resource = denials.groupBy("resource_type", "resource_name").agg(
+        F.sum("denials").alias("denials"),
+        F.size(F.collect_set("principal")).alias("principals"),
+        F.array_sort(F.collect_set("operation")).alias("operations"),
+        F.max("last_denied").alias("last_denied"),
+    )
+    return _ranked(per_resource, ["resource_type", "resource_name"], top_n).select(
+        "rank", "resource_type", "resource_name", "denials", "principals", "operations", "last_denied"
+    )
+
+
+def top_denied_operations(denials: DataFrame, top_n: int = TOP_PRINCIPALS) -> DataFrame:
+    """The operations with the most denials: ``rank``, ``operation``, ``denials``, ``principals`` and
+    ``resources`` (distinct), ``last_denied``."""
+    per_operation = denials.groupBy("operation").agg(
+        F.sum("denials").alias("denials"),
+        F.size(F.collect_set("principal")).alias("principals"),
+        F.size(F.collect_set(F.struct("resource_type", "resource_name"))).alias("resources"),
+        F.max("last_denied").alias("last_denied"),
+    )
+    return _ranked(per_operation, ["operation"], top_n).select(
+        "rank", "operation", "denials", "principals", "resources", "last_denied"
+    )
+
+
+def _ranked(frame: DataFrame, keys: list[str], top_n: int) -> DataFrame:
+    """The ``top_n`` rows of ``frame`` by ``denials`` (ties by ``keys``), with ``rank`` from 1."""
+    order: list[Column | str] = [F.desc("denials"), *keys]
+    ranking = Window.partitionBy(F.lit(0)).orderBy(*order)  # top_n rows: one partition
+    return frame.orderBy(*order).limit(top_n).withColumn("rank", F.row_number().over(ranking))
+
+
 def window_totals(
     access: DataFrame,
     usage: DataFrame,
@@ -144,7 +269,7 @@ def window_totals(
             events_where(~F.col("granted")).alias("denied"),
             events_where(F.col("attribution") == "logged").alias("logged"),
             events_where(F.col("attribution") == "redecided").alias("redecided"),
-            events_where(F.col("attribution") == "mismatch").alias("mismatched"),
+            events_where(F.col("attribution") == UNATTRIBUTED).alias(UNATTRIBUTED),
         ),
         usage.agg(
             F.count(F.lit(1)).alias("acls"),

@@ -22,8 +22,9 @@ datetimes are UTC.
   ``StandardAuthorizer.authorize_with_reason`` would (the first applicable DENY, else the last applicable
   ALLOW). It credits that ACL only when the re-decision agrees with the log: the same ``granted`` and, when
   the line had a rule, the same rule (``attribution = redecided``). Otherwise the ACL state is not the one
-  the broker decided with: nothing is credited, the logged rule is kept and the event counts as
-  ``mismatch``. A mismatch never inflates a hit count.
+  the broker decided with: nothing is credited, the logged rule is kept and the event is ``unattributed``
+  (the one name for it, in every table, the summary and the report). An unattributed event never inflates a
+  hit count.
 
 Re-deciding works on distinct access tuples, not on events: events are first grouped per day and tuple.
 
@@ -49,8 +50,10 @@ non-LITERAL/PREFIXED patterns. A DENY or UNKNOWN permission shadows (Kafka treat
 **Command.** ``ksteward pipeline audit --metadata-dir DIR --audit PATH... [--from TIME] [--to TIME] --out OUT``
 (settings: ``--server-config FILE`` and/or ``--super-users``, ``--allow-everyone-if-no-acl-found``) writes
 each table of :class:`AuditResult` to ``OUT/<table>/`` (the per-event ones partitioned by ``event_date``),
-the reader rejects to ``OUT/rejects/``, the HTML report to ``OUT/report.html``, and prints a summary. Stages
-are logged with their durations, and Spark's console progress bar shows the running ones.
+the reader rejects to ``OUT/rejects/``, the HTML report to ``OUT/report.html``, and prints a summary. Each of
+its four phases (read, analyse, write tables, report) says one line on stderr as it starts, and the last
+line gives each one's time; Spark's console progress bar is shown only when stderr is a terminal
+(``pipeline.session``).
 
 **Where the steps are.** This module holds the job (:func:`audit`), its attribution and coverage steps and
 the command; the tables built from the access tuples are in ``_audit_tables``, the writing and the report
@@ -60,7 +63,6 @@ data in ``_audit_output``. Everything is imported from here.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -79,20 +81,31 @@ from ksteward.authorizer import (
     allow_grants,
     deny_denies,
 )
+from ksteward.pipeline.decide import BROADCAST_ACLS
+from ksteward.pipeline.readers import InputError
 from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSettings
 
-from ._audit_output import PARTITIONED_TABLES, report_data, stage, summary, write_result
+from ._audit_output import PARTITIONED_TABLES, report_data, summary, write_result
 from ._audit_tables import (
     TOP_PRINCIPALS,
+    UNATTRIBUTED,
     acl_hits_daily,
     acl_usage,
     denials_by_tuple,
+    hits_not_in_state,
+    top_denied_operations,
     top_denied_principals,
+    top_denied_resources,
+    unused_acls,
     window_totals,
 )
 from ._shared import (
+    Progress,
     adaptive_execution,
+    add_checkpoint_argument,
     add_settings_arguments,
+    checkpoint,
+    checkpoint_directory,
     in_window,
     parse_time,
     release_checkpoint,
@@ -132,8 +145,8 @@ class AuditResult(NamedTuple):
 
     ``access`` (per day and access tuple, partitioned by ``event_date`` on disk): ``event_date``,
     ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``, ``granted`` (as logged),
-    ``rule`` and ``acl_id`` (logged or re-decided, null on a mismatch), ``attribution`` (``logged``,
-    ``redecided`` or ``mismatch``), ``events``, ``first_seen``, ``last_seen``.
+    ``rule`` and ``acl_id`` (logged or re-decided, null when unattributed), ``attribution`` (``logged``,
+    ``redecided`` or ``unattributed``), ``events``, ``first_seen``, ``last_seen``.
 
     ``acl_usage`` (one row per ACL of the state): the ``ACL_SCHEMA`` columns, ``hits`` (events it decided),
     ``redecided_hits`` (how many of those were attributed by re-deciding), ``first_used``, ``last_used``
@@ -142,7 +155,11 @@ class AuditResult(NamedTuple):
     ``acl_hits_daily`` (partitioned by ``event_date``): ``event_date``, ``acl_id``, ``hits``, ``first_used``,
     ``last_used``, ``in_state`` (false for an id the state does not have: the ACL was deleted since).
 
-    ``unused_acls``: the ``ACL_SCHEMA`` columns of the ACLs with no hit in the window.
+    ``unused_acls``: the ``ACL_SCHEMA`` columns of the ACLs with no hit in the window, ``safe_to_delete`` and
+    ``why`` (``_audit_tables.unused_acls``; the rule is in docs/pipeline.md, "Unused ACLs safe to delete").
+
+    ``acl_hits_not_in_state``: per ACL id credited in the window that the state no longer has, its ``hits``,
+    ``first_used``, ``last_used`` and who used it (``_audit_tables.hits_not_in_state``).
 
     ``shadowed_acls``: one row per ALLOW ACL and ``kind`` (``shadowed`` by a DENY, ``redundant`` because of
     an ALLOW): its ``ACL_SCHEMA`` columns, ``kind``, ``covering_count`` (how many ACLs cover it) and the one
@@ -158,10 +175,12 @@ class AuditResult(NamedTuple):
 
     ``top_denied_principals``: ``rank`` (1 = most denied), ``principal``, ``denials``, ``resources``
     (distinct type and name), ``operations`` (sorted distinct), ``first_denied``, ``last_denied``.
+    ``top_denied_resources`` and ``top_denied_operations``: the same by resource and by operation
+    (``_audit_tables.top_denied_resources``, ``top_denied_operations``).
 
     ``totals`` (one row, computed before :func:`audit` returns): ``window_start``, ``window_end`` (the bounds
     given, else the first and last event), ``events``, ``granted``, ``denied``, ``logged``, ``redecided``,
-    ``mismatched``, ``acls``, ``acls_used``, ``acls_unused``, ``shadowed``, ``redundant``,
+    ``unattributed``, ``acls``, ``acls_used``, ``acls_unused``, ``shadowed``, ``redundant``,
     ``hits_on_acls_not_in_state``.
     """
 
@@ -169,10 +188,13 @@ class AuditResult(NamedTuple):
     acl_usage: DataFrame
     acl_hits_daily: DataFrame
     unused_acls: DataFrame
+    acl_hits_not_in_state: DataFrame
     shadowed_acls: DataFrame
     denials: DataFrame
     denials_by_hour: DataFrame
     top_denied_principals: DataFrame
+    top_denied_resources: DataFrame
+    top_denied_operations: DataFrame
     totals: DataFrame
 
     def unpersist(self) -> None:
@@ -200,6 +222,8 @@ def audit(
     returns, so that every table built on it plans against the checkpoint, not the re-decision's plan; and
     ``totals`` is collected. The other tables are lazy. Call :meth:`AuditResult.unpersist` when done."""
     start, end = (t.replace(tzinfo=UTC) if t is not None and t.tzinfo is None else t for t in (start, end))
+    if start is not None and end is not None and start >= end:
+        raise InputError(f"the window {start.isoformat()} .. {end.isoformat()} is empty: start must be before end")
     spark = events.sparkSession
     windowed = in_window(events, start, end)
     # One scan of the events, to the access tuples, checkpointed: the re-decision reads them twice and the join
@@ -207,7 +231,7 @@ def audit(
     # by date, so ``access`` is written as it is and the per-day tables need no shuffle; planned without AQE,
     # whose plans' checkpoints do not record their partitioning (Spark 4.0).
     with adaptive_execution(spark, enabled=False):
-        tuples = access_tuples(windowed).repartition("event_date").localCheckpoint()
+        tuples = checkpoint(access_tuples(windowed).repartition("event_date"))
     covered = covered_acls(acls).persist()
     by_hour = (
         windowed.where(~F.col("granted"))
@@ -219,21 +243,26 @@ def audit(
     # short stages that leaves the cores idle between them.
     with ThreadPoolExecutor(2, thread_name_prefix="audit") as pool:
         beside = [pool.submit(frame.count) for frame in (covered, by_hour)]
-        decisions = redecisions(tuples, acls, settings).localCheckpoint()
+        decisions = checkpoint(redecisions(tuples, acls, settings))
         for job in beside:
             job.result()  # before the AQE setting changes under them
     with adaptive_execution(spark, enabled=False):
-        access = attribute(tuples, decisions).localCheckpoint()
+        access = checkpoint(attribute(tuples, decisions, broadcast=decisions.count() <= BROADCAST_DECISIONS))
     release_checkpoint(tuples)
     release_checkpoint(decisions)
     # The small derived tables feed several outputs (and the totals): cache them rather than recompute.
     usage = acl_usage(access, acls).persist()
     daily = acl_hits_daily(access, acls).persist()
     denials = denials_by_tuple(access).persist()
-    unused = usage.where(F.col("hits") == 0).select(*ACL_COLUMNS)
-    top = top_denied_principals(denials, top_n)
+    unused = unused_acls(usage, access, covered, settings)
+    gone = hits_not_in_state(access, acls)
+    tops = (
+        top_denied_principals(denials, top_n),
+        top_denied_resources(denials, top_n),
+        top_denied_operations(denials, top_n),
+    )
     totals = window_totals(access, usage, covered, daily, start, end)
-    return AuditResult(access, usage, daily, unused, covered, denials, by_hour, top, totals)
+    return AuditResult(access, usage, daily, unused, gone, covered, denials, by_hour, *tops, totals)
 
 
 def access_tuples(events: DataFrame) -> DataFrame:
@@ -265,13 +294,16 @@ def redecisions(tuples: DataFrame, acls: DataFrame, settings: AuthorizerSettings
     )
 
 
-def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
+def attribute(tuples: DataFrame, decisions: DataFrame, *, broadcast: bool = True) -> DataFrame:
     """Fill ``rule``/``acl_id`` of the tuples whose source named no ACL from ``decisions``
-    (:func:`redecisions`, broadcast onto the tuples with one left join) and add ``attribution``; the tuples a
-    source named keep theirs (see the module doc)."""
+    (:func:`redecisions`, joined onto the tuples with one left join: broadcast when ``broadcast``, which
+    keeps the tuples' partitioning; else shuffled, and the tuples partitioned by date again) and add
+    ``attribution``; the tuples a source named keep theirs (see the module doc)."""
     rule, acl_id = F.col("rule"), F.col("acl_id")
     unnamed = _unnamed()
-    joined = tuples.join(F.broadcast(decisions), on=list(REQUEST_COLUMNS), how="left")
+    joined = tuples.join(F.broadcast(decisions) if broadcast else decisions, on=list(REQUEST_COLUMNS), how="left")
+    if not broadcast:
+        joined = joined.repartition("event_date")
     agrees = (F.col("decided_granted") == F.col("granted")) & (rule.isNull() | (F.col("decided_rule") == rule))
     agrees = F.coalesce(agrees, F.lit(False))
     return joined.select(
@@ -281,12 +313,17 @@ def attribute(tuples: DataFrame, decisions: DataFrame) -> DataFrame:
         F.when(~unnamed, acl_id).when(agrees, F.col("decided_acl_id")).alias("acl_id"),
         F.when(~unnamed, F.lit("logged"))
         .when(agrees, F.lit("redecided"))
-        .otherwise(F.lit("mismatch"))
+        .otherwise(F.lit(UNATTRIBUTED))
         .alias("attribution"),
         "events",
         "first_seen",
         "last_seen",
     )
+
+
+#: The most distinct re-decided requests the audit broadcasts onto the access tuples (about 200 bytes each);
+#: above it the join shuffles both sides.
+BROADCAST_DECISIONS = 1_000_000
 
 
 # --- coverage: shadowed and redundant ACLs ------------------------------------------------------
@@ -354,6 +391,7 @@ class _KeyShapes(NamedTuple):
     prefix_lengths: list[int]  # the lengths of PREFIXED names
     wildcard_principal: bool  # some ACL is for User:*
     wildcard_resource: bool  # some ACL is LITERAL *
+    rows: int  # how many: the covering side is broadcast up to decide.BROADCAST_ACLS of them
 
 
 def _key_shapes(acls: DataFrame) -> _KeyShapes:
@@ -362,10 +400,12 @@ def _key_shapes(acls: DataFrame) -> _KeyShapes:
         F.collect_set(F.when(F.col("pattern_type") == "PREFIXED", F.length("resource_name"))).alias("lengths"),
         F.max(F.col("principal") == WILDCARD_PRINCIPAL).alias("principal"),
         F.max((F.col("pattern_type") == "LITERAL") & (F.col("resource_name") == WILDCARD_RESOURCE)).alias("resource"),
+        F.count(F.lit(1)).alias("rows"),
     ).first()
     if row is None:
-        return _KeyShapes([], False, False)
-    return _KeyShapes(sorted(n for n in row["lengths"] if n), bool(row["principal"]), bool(row["resource"]))
+        return _KeyShapes([], False, False, 0)
+    lengths = sorted(n for n in row["lengths"] if n)
+    return _KeyShapes(lengths, bool(row["principal"]), bool(row["resource"]), int(row["rows"]))
 
 
 def covered_acls(acls: DataFrame) -> DataFrame:
@@ -395,19 +435,20 @@ def covered_acls(acls: DataFrame) -> DataFrame:
     coverers = applicable.select("resource_type", *(F.col(field).alias(key) for field, key in _COVER_KEYS))
     resource = ["resource_type", "k_pattern", "k_name"]
     # Two broadcast joins, no shuffle: the resource keys some ACL has (so only those are multiplied by the
-    # principal and host keys), then the covering ACLs on all five keys.
+    # principal and host keys), then the covering ACLs on all five keys. Broadcast up to BROADCAST_ACLS ACLs.
+    hint = F.broadcast if shapes.rows <= BROADCAST_ACLS else (lambda frame: frame)
     allows = (
         applicable.where(F.col("permission_type") == "ALLOW")
         .repartition(acls.sparkSession.sparkContext.defaultParallelism)  # the explosion is the work: spread it
         .select(*ACL_COLUMNS, F.explode(resource_keys).alias("rk"))
         .where(F.col("rk").isNotNull())
         .select(*ACL_COLUMNS, F.col("rk.p").alias("k_pattern"), F.col("rk.n").alias("k_name"))
-        .join(F.broadcast(coverers.select(*resource).distinct()), resource, "left_semi")
+        .join(hint(coverers.select(*resource).distinct()), resource, "left_semi")
         .withColumn("k_principal", F.explode(F.array_distinct(F.array(*principals))))
         .withColumn("k_host", F.explode(F.array_distinct(F.array("host", F.lit(WILDCARD_HOST)))))
     )
     pairs = (
-        allows.join(F.broadcast(coverers), [*resource, "k_principal", "k_host"])
+        allows.join(hint(coverers), [*resource, "k_principal", "k_host"])
         .where(F.col("k_acl_id") != F.col("acl_id"))
         .withColumn("kind", _cover_kind())
         .where(F.col("kind").isNotNull())
@@ -438,36 +479,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="window end (exclusive), where the ACL state is taken (default: the end)")  # fmt: skip
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
     parser.add_argument("--top", type=int, default=TOP_PRINCIPALS, help="how many top denied principals")
+    add_checkpoint_argument(parser)
     add_settings_arguments(parser)
 
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
-    """``ksteward pipeline audit``: read, audit, write the tables, the rejects and ``report.html``; print a summary."""
+    """``ksteward pipeline audit``: read, audit, write the tables, the rejects and ``report.html``; print a summary.
+
+    One line on stderr as each phase starts (:class:`~ksteward.pipeline.jobs._shared.Progress`)."""
     from ksteward.pipeline.readers import read_audit, read_metadata
     from ksteward.pipeline.report import write_report
     from ksteward.pipeline.state import state_at
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = settings_from_args(args)
     target = Path(args.out)
-    with stage(spark, "read audit logs and metadata"):
-        audit_log = read_audit(spark, [str(p) for p in args.audit])
-        metadata = read_metadata(spark, str(args.metadata_dir))
-        acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
-    try:
-        result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
+    progress = Progress(spark, "audit", ("read", "analyse", "write tables", "report"))
+    progress.start("read")
+    audit_log = read_audit(spark, [str(p) for p in args.audit])
+    metadata = read_metadata(spark, str(args.metadata_dir), allow_partial=getattr(args, "allow_partial", False))
+    acls = state_at(metadata.frame, timestamp=args.end).acls.persist()  # a log replay, read several times
+    # Checkpoints in files on a cluster (an executor lost does not lose them), removed once the tables are written.
+    with checkpoint_directory(spark, args.checkpoint_dir, target):
         try:
-            fmt = getattr(args, "format", "parquet")
-            paths = write_result(spark, result, target, fmt)
-            with stage(spark, "write rejects"):
+            progress.start("analyse")
+            result = audit(audit_log.frame, acls, settings, start=args.start, end=args.end, top_n=args.top)
+            try:
+                fmt = getattr(args, "format", "parquet")
+                progress.start("write tables")
+                paths = write_result(spark, result, target, fmt)
                 rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
-            with stage(spark, "report"):
+                progress.start("report")
                 data = report_data(result)
                 report = write_report(target / "report.html", data)
+            finally:
+                result.unpersist()
         finally:
-            result.unpersist()
-    finally:
-        acls.unpersist()
+            acls.unpersist()
+    progress.done()
     out = out or sys.stdout
     print(summary(data.totals, data.top_denied, rejected), file=out)
     print(f"tables: {', '.join(str(p) for p in paths.values())}", file=out)

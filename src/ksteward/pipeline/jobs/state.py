@@ -20,7 +20,7 @@ from typing import IO, TYPE_CHECKING
 from ksteward.pipeline.readers import read_metadata
 from ksteward.pipeline.state import TABLES, resolve_target, state_for
 
-from ._shared import at_kwargs, parse_at, read_table, write_rejects, write_table
+from ._shared import Progress, at_kwargs, parse_at, read_table, write_rejects, write_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,14 +38,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Read ``--metadata-dir``, rebuild the state ``--at`` and write its four tables under ``--out``."""
     out = out or sys.stdout
-    records, rejects = read_metadata(spark, args.metadata_dir)
+    progress = Progress(spark, "state", ("read", "write"))
+    progress.start("read")
+    records, rejects = read_metadata(spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False))
     target = resolve_target(records, **at_kwargs(args.at))
     state = state_for(records, target)
     counts = {}
+    progress.start("write")  # the state is rebuilt as its tables are written
     for name, frame in zip(TABLES, state, strict=True):
         write_table(frame, Path(args.out) / name, args.format)
         counts[name] = read_table(spark, Path(args.out) / name, args.format).count()
     rejected = write_rejects(rejects, args.out, args.format)
+    progress.done()
     base = f"snapshot at {target.snapshot_offset} + log" if target.snapshot_offset is not None else "log from 0"
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     print(f"state at offset {target.offset} ({base}): {summary} -> {args.out}", file=out)

@@ -105,8 +105,11 @@ from ksteward.pipeline.schemas import ACL_SCHEMA, REQUEST_COLUMNS, AuthorizerSet
 from ksteward.pipeline.state import state_at
 
 from ._shared import (
+    Progress,
     add_settings_arguments,
+    at_kwargs,
     in_window,
+    parse_at,
     parse_time,
     print_table,
     release_checkpoint,
@@ -119,7 +122,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["Plan", "add_arguments", "filter_condition", "flipped_requests", "load_plan", "parse_plan", "planned_acls",
-           "requests_seen", "run", "whatif"]  # fmt: skip
+           "requests_seen", "run", "unmatched_deletions", "whatif"]  # fmt: skip
 
 _BINDING_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation",
                    "permission_type")  # fmt: skip
@@ -320,6 +323,27 @@ def planned_acls(acls: DataFrame, plan: Plan) -> DataFrame:
     return kept.unionByName(new)
 
 
+def unmatched_deletions(acls: DataFrame, plan: Plan) -> list[str]:
+    """The plan's deletions that match no ACL of ``acls``, as ``delete[i]`` / ``delete_matching[i]``, in plan
+    order. Two small jobs: the exact bindings by a join (a plan may hold thousands), the filters by one
+    aggregate of their :func:`filter_condition`s."""
+    found: set[str] = set()
+    fields = list(_BINDING_FIELDS)
+    if plan.delete:
+        wanted = acl_frame(acls.sparkSession, [(f"delete[{i}]", b) for i, b in enumerate(plan.delete)])
+        hits = wanted.join(acls.select(*fields).distinct(), on=fields, how="left_semi")
+        found |= {row.acl_id for row in hits.select("acl_id").collect()}
+    if plan.delete_matching:
+        any_match = [
+            F.max(filter_condition(f)).alias(f"delete_matching[{i}]") for i, f in enumerate(plan.delete_matching)
+        ]
+        row = acls.agg(*any_match).first()
+        found |= {name for name, matched in (row.asDict() if row else {}).items() if matched}
+    labels = [f"delete[{i}]" for i in range(len(plan.delete))]
+    labels += [f"delete_matching[{i}]" for i in range(len(plan.delete_matching))]
+    return [label for label in labels if label not in found]
+
+
 def requests_seen(events: DataFrame) -> DataFrame:
     """One row per distinct request: ``REQUEST_COLUMNS``, ``events``, ``first_seen``, ``last_seen``."""
     return events.groupBy(*REQUEST_COLUMNS).agg(
@@ -386,6 +410,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--audit", required=True, nargs="+", metavar="PATH", help="audit log files, dirs or globs")
     parser.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="window start (inclusive)")
     parser.add_argument("--to", dest="end", type=parse_time, metavar="TIME", help="window end (exclusive)")
+    parser.add_argument("--at", type=parse_at, default=None, metavar="OFFSET|TIMESTAMP",
+                        help="judge the plan against the ACL state then (default: the latest)")  # fmt: skip
     parser.add_argument("--plan", required=True, metavar="PLAN.json", help="the ACL change (format: module docs)")
     parser.add_argument("--out", required=True, metavar="DIR", help="writes DIR/flips (and DIR/rejects)")
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of the summary table (default 20)")
@@ -395,17 +421,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
-    """Read the state and the window's events, apply ``--plan``, write the flips and print a summary."""
+    """Read the state and the window's events, apply ``--plan``, write the flips and print a summary.
+
+    A deletion that matches no current ACL is said on stderr (a misspelt binding would otherwise make the plan
+    look harmless); under ``--fail-on-break`` it is an error (exit 2): the check must not pass vacuously."""
     out = out or sys.stdout
     plan = load_plan(args.plan)
     settings = settings_from_args(args)
-    records, metadata_rejects = read_metadata(spark, args.metadata_dir)
+    progress = Progress(spark, "whatif", ("read", "analyse", "write"))
+    progress.start("read")
+    records, metadata_rejects = read_metadata(
+        spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False)
+    )
     events, audit_rejects = read_audit(spark, args.audit)
-    flips = whatif(in_window(events, args.start, args.end), state_at(records).acls, settings, plan)
+    # a log replay, read by the check below and by both decisions
+    acls = state_at(records, **at_kwargs(args.at)).acls.persist()
     try:
+        code = _run(args, plan, settings, events, acls, metadata_rejects.unionByName(audit_rejects), progress, out)
+    finally:
+        acls.unpersist()
+    progress.done()
+    return code
+
+
+def _run(
+    args: argparse.Namespace,
+    plan: Plan,
+    settings: AuthorizerSettings,
+    events: DataFrame,
+    acls: DataFrame,
+    rejects: DataFrame,
+    progress: Progress,
+    out: IO[str],
+) -> int:
+    """:func:`run` once the state is read: the deletions check, the flips, their summary."""
+    progress.start("analyse")
+    unmatched = unmatched_deletions(acls, plan)
+    if unmatched and args.fail_on_break:
+        others = f" (and {len(unmatched) - 1} more)" if len(unmatched) > 1 else ""
+        raise InputError(
+            f"{args.plan}: {unmatched[0]}{others} matches no current ACL, so --fail-on-break cannot pass on it"
+        )
+    for label in unmatched:
+        print(
+            f"ksteward pipeline whatif: {args.plan}: {label} matches no current ACL: it deletes nothing",
+            file=sys.stderr,
+        )
+    flips = whatif(in_window(events, args.start, args.end), acls, settings, plan)
+    try:
+        progress.start("write")
         target = Path(args.out) / "flips"
         write_table(flips, target, args.format)
-        write_rejects(metadata_rejects.unionByName(audit_rejects), args.out, args.format)
+        write_rejects(rejects, args.out, args.format)
         breaks = _print_summary(flips, target, args.show, out)
     finally:
         release_checkpoint(flips)

@@ -27,15 +27,23 @@ that applies to this principal and host); ``narrowed_by_acl_ids`` (sorted array:
 of UNKNOWN permission, that deny the operation to part of what the row covers: another principal under
 ``User:*``, another host under ``*``); ``note`` (the same in words).
 
-The candidate ACLs are those of one resource, found with constant predicates (no join on names); rows
-and their allowing ACLs are equi-joined; the ``narrowed_by`` pairing is a nested-loop join of two frames
-bounded by the ACLs of that one resource.
+The candidate ACLs are those of one resource, found with constant predicates (no join on names), in one
+pass over ``acls``: every later step reads that small set, never ``acls`` again (the ACLs whose pattern
+misses the resource cannot change a decision on it, nor whether it "has ACLs"). Up to
+``LOCAL_RESOURCE_ACLS`` of them are brought to the driver and the rest of the answer is planned on that
+local table (a handful of short stages); a resource that more ACLs match (a broad PREFIXED or ``*``
+pattern times many principals) is cached in the executors instead, with the same answer. Rows and their
+allowing ACLs are equi-joined; the ``narrowed_by`` pairing is a nested-loop join of two frames bounded by
+the ACLs of that one resource.
+
+The command prints at most ``--show`` rows (default ``SHOWN``) and the total; ``--out DIR`` writes them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Hashable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -46,10 +54,12 @@ from ksteward.authorizer import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
+    AclBinding,
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourceType,
+    Rule,
     parse_enum,
 )
 from ksteward.pipeline.decide import (
@@ -61,12 +71,14 @@ from ksteward.pipeline.decide import (
     denies_operation,
     enum_code,
     grants_operation,
+    reference_authorizer,
 )
 from ksteward.pipeline.readers import InputError, read_audit, read_metadata
-from ksteward.pipeline.schemas import AuthorizerSettings
+from ksteward.pipeline.schemas import ACL_SCHEMA, AuthorizerSettings
 from ksteward.pipeline.state import state_at
 
 from ._shared import (
+    Progress,
     add_settings_arguments,
     at_kwargs,
     parse_at,
@@ -79,23 +91,46 @@ from ._shared import (
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["add_arguments", "parse_resource", "resource_acls", "run", "who_can"]
+__all__ = ["LOCAL_RESOURCE_ACLS", "SHOWN", "add_arguments", "matching_acls", "parse_resource", "resource_acls", "run",
+           "who_can"]  # fmt: skip
 
 _ALLOW = int(AclPermissionType.ALLOW)
 
+#: The most ACLs of one resource that ``who_can`` brings to the driver (about 200 bytes each); more are cached
+#: in the executors instead.
+LOCAL_RESOURCE_ACLS = 20_000
 
-def resource_acls(acls: DataFrame, resource_type: ResourceType, resource_name: str) -> DataFrame:
-    """The ACLs whose pattern matches the one resource (LITERAL name or ``*``; PREFIXED, and UNKNOWN which
-    Kafka scans as a prefix, that start it), with ``acl_op`` and ``perm`` codes added."""
+#: The rows the command prints by default (``--out`` writes every row).
+SHOWN = 100
+
+
+def _matches_resource(resource_type: ResourceType, resource_name: str) -> Column:
+    """True on the ``ACL_SCHEMA`` rows whose pattern matches the one resource (LITERAL name or ``*``; PREFIXED,
+    and UNKNOWN which Kafka scans as a prefix, that start it)."""
     pattern = enum_code("pattern_type", PATTERN_CODES, case_sensitive=True)
     name = F.col("resource_name")
     literal = (pattern == int(PatternType.LITERAL)) & ((name == resource_name) | (name == WILDCARD_RESOURCE))
     prefix = pattern.isin(int(PatternType.PREFIXED), int(PatternType.UNKNOWN)) & F.startswith(
         F.lit(resource_name), name
     )
-    return acls.where(
-        (enum_code("resource_type", RESOURCE_TYPE_CODES) == int(resource_type)) & (literal | prefix)
-    ).select(
+    return (enum_code("resource_type", RESOURCE_TYPE_CODES) == int(resource_type)) & (literal | prefix)
+
+
+def matching_acls(acls: DataFrame, resource_type: ResourceType, resource_name: str) -> tuple[DataFrame, bool]:
+    """The ``ACL_SCHEMA`` rows of ``acls`` whose pattern matches the one resource, computed now (one pass over
+    ``acls``), and whether they are local: a local table of up to ``LOCAL_RESOURCE_ACLS`` rows, else a cached
+    frame."""
+    spark = acls.sparkSession
+    matching = acls.where(_matches_resource(resource_type, resource_name)).select(*ACL_SCHEMA.fieldNames())
+    rows = matching.limit(LOCAL_RESOURCE_ACLS + 1).collect()
+    if len(rows) <= LOCAL_RESOURCE_ACLS:
+        return spark.createDataFrame(rows, ACL_SCHEMA), True
+    return matching.persist(), False
+
+
+def resource_acls(acls: DataFrame, resource_type: ResourceType, resource_name: str) -> DataFrame:
+    """The ACLs whose pattern matches the one resource, with ``acl_op`` and ``perm`` codes added."""
+    return acls.where(_matches_resource(resource_type, resource_name)).select(
         "acl_id",
         "principal",
         "host",
@@ -124,9 +159,15 @@ def who_can(
     rt = parse_enum(ResourceType, resource_type)
     op = parse_enum(AclOperation, operation)
     spark = acls.sparkSession
+    acls, local = matching_acls(acls, rt, resource_name)  # every ACL that can bear on the answer, read once
     on_resource = resource_acls(acls, rt, resource_name).where(F.instr("principal", ":") > 0)
     allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
     denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
+    if local and principals is None:
+        rows = _answer_on_driver(acls, allows, denies, settings, rt, resource_name, op)
+        if rows is not None:
+            frame = spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)  # sorted, and written as one file
+            return frame.withColumn("note", _note(rt, resource_name))
 
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
     candidates = spark.createDataFrame(fixed, "principal string, host string").unionByName(
@@ -186,6 +227,61 @@ def who_can(
     return answer.withColumn("note", _note(rt, resource_name)).orderBy("principal", "host")
 
 
+_ANSWER_SCHEMA = "principal string, host string, rule string, acl_id string, allowing_acl_ids array<string>, " \
+    "narrowed_by_acl_ids array<string>"  # fmt: skip
+
+
+def _answer_on_driver(
+    local: DataFrame,
+    allows: DataFrame,
+    denies: DataFrame,
+    settings: AuthorizerSettings,
+    rt: ResourceType,
+    resource_name: str,
+    op: AclOperation,
+) -> list[tuple[object, ...]] | None:
+    """The answer's rows (sorted, without ``note``), from the resource's ACLs held in a local table: the same
+    rows as the Spark plan of ``who_can``, decided by the library authorizer that ``decide`` equals
+    (``reference_authorizer``) rather than by a dozen Spark stages on a few rows. ``allows`` and ``denies`` are
+    filters of the local table, so collecting them runs no Spark job.
+
+    None when the ACLs cannot be loaded into the library as they are (a row it refuses, which ``decide``
+    leaves out, or a repeated 7-tuple, which ``decide`` resolves by id): the Spark plan answers then."""
+    bindings: dict[Hashable, AclBinding] = {}
+    held = local.collect()
+    if len({tuple(row[1:]) for row in held}) != len(held):
+        return None
+    for row in held:
+        try:
+            bindings[row.acl_id] = AclBinding(*row[1:])
+        except (ValueError, TypeError):
+            return None
+    auth = reference_authorizer(bindings, settings)
+    allowing = [(r.acl_id, r.principal, r.host) for r in allows.select("acl_id", "principal", "host").collect()]
+    denying = [(r.acl_id, r.principal, r.host) for r in denies.select("acl_id", "principal", "host").collect()]
+    fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
+    wp, wh = WILDCARD_PRINCIPAL, WILDCARD_HOST
+    candidates = sorted(set(fixed) | {(principal, host) for _, principal, host in allowing})
+    rows: list[tuple[object, ...]] = []
+    for principal, host in candidates:
+        decision = auth.authorize_with_reason(principal, host, op, rt, resource_name)
+        if not decision.allowed:
+            continue
+        rule = decision.rule
+        allowed_by = sorted({i for i, p, h in allowing if p in (principal, wp) and h in (host, wh)})
+        narrowed = sorted({i for i, p, h in denying if _overlap(principal, p, wp) and _overlap(host, h, wh)})
+        if rule is Rule.SUPER_USER:
+            narrowed = []
+        acl_id = decision.acl_id if rule is Rule.ACL else None
+        rows.append((principal, host, rule.value, acl_id, allowed_by, narrowed))
+    return rows
+
+
+def _overlap(row_value: str, acl_value: str, wildcard: str) -> bool:
+    """``_meets`` on the driver."""
+    return acl_value in (row_value, wildcard) or row_value == wildcard
+
+
 def _note(rt: ResourceType, resource_name: str) -> Column:
     rule, principal, host = F.col("rule"), F.col("principal"), F.col("host")
     narrowed = F.col("narrowed_by_acl_ids")
@@ -241,6 +337,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--audit", nargs="+", metavar="PATH", help="also decide the principals/hosts seen here")
     parser.add_argument("--out", metavar="DIR", help="also write the answer to DIR/who_can")
+    parser.add_argument("--show", type=int, default=SHOWN, metavar="N",
+                        help=f"print at most N rows (default {SHOWN}; --out writes them all)")  # fmt: skip
     add_settings_arguments(parser)
 
 
@@ -248,25 +346,37 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
     out = out or sys.stdout
     settings = settings_from_args(args)
-    records, rejects = read_metadata(spark, args.metadata_dir)
+    progress = Progress(spark, "who-can", ("read", "answer"))
+    progress.start("read")
+    records, rejects = read_metadata(spark, args.metadata_dir, allow_partial=getattr(args, "allow_partial", False))
     state = state_at(records, **at_kwargs(args.at))
     observed = None
     if args.audit:
         events, audit_rejects = read_audit(spark, args.audit)
         observed = events.select("principal", "host").distinct()
         rejects = rejects.unionByName(audit_rejects)
+    progress.start("answer")
     rt, name = args.resource
-    answer = who_can(state.acls, settings, rt, name, args.operation, principals=observed)
-    if args.out:
-        write_table(answer, Path(args.out) / "who_can", args.format)
-        write_rejects(rejects, args.out, args.format)
-    elif rejects.limit(1).count():
-        raise InputError(f"{rejects.count()} input record(s) rejected; give --out DIR to keep them")
-    rows = answer.collect()
-    print(f"{len(rows)} principal/host pair(s) may {args.operation.name} {rt.name}:{name}", file=out)
+    answer = who_can(state.acls, settings, rt, name, args.operation, principals=observed).persist()
+    try:
+        if args.out:
+            write_table(answer, Path(args.out) / "who_can", args.format)
+            write_rejects(rejects, args.out, args.format)
+        elif rejects.limit(1).count():
+            raise InputError(f"{rejects.count()} input record(s) rejected; give --out DIR to keep them")
+        shown = max(args.show, 0)
+        rows = answer.limit(shown + 1).collect()  # bounded: the answer may hold every observed principal
+        total = len(rows) if len(rows) <= shown else answer.count()
+    finally:
+        answer.unpersist()
+    progress.done()
+    print(f"{total} principal/host pair(s) may {args.operation.name} {rt.name}:{name}", file=out)
     print_table(
         ("principal", "host", "rule", "allowing ACLs", "note"),
-        [(r.principal, r.host, r.rule, ",".join(r.allowing_acl_ids), r.note) for r in rows],
+        [(r.principal, r.host, r.rule, ",".join(r.allowing_acl_ids), r.note) for r in rows[:shown]],
         out,
     )
+    if total > shown:
+        where = f"all in {Path(args.out) / 'who_can'}" if args.out else "give --out DIR for all"
+        print(f"... {total - shown} more ({where})", file=out)
     return 0

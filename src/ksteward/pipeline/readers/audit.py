@@ -30,8 +30,15 @@ spelling (``DescribeConfigs``, ``DESCRIBE_CONFIGS``, ``TransactionalId``); an un
 **Paths.** Each of ``paths`` is a file, a glob, or a directory. A directory contributes its files named
 ``audit*.log*`` (ksteward's ``audit.log`` and rotated ``audit-<time>Z.log``) and ``*authorizer*.log*``
 (Kafka's ``kafka-authorizer.log`` and its dated roll-overs), not other logs (``server.log`` would only fill
-the rejects): name those explicitly or by a glob. Gzipped files are read too. A path with a URL scheme
+the rejects): name those explicitly or by a glob. Gzipped files are read too; a local file named ``*.gz`` that
+does not start with gzip's magic bytes is set aside whole, as one reject (``source_line`` 0, ``NOT_GZIP``),
+instead of failing the job, and when no file is left to read that is an ``InputError``. A path with a URL scheme
 (``hdfs://``, ``s3a://``) goes to Spark as is.
+
+**Repeats.** An event with a CloudEvents ``id`` (ksteward's and Confluent's lines) is kept once however many
+input files hold it (a rotated file copied beside the live one, two collectors): one of the copies is kept.
+Kafka's log4j lines have no id, and two equal lines may well be two decisions (the same request twice in
+one millisecond), so they are all kept.
 
 **Line numbers** are exact and 1-based, computed in the JVM: Spark may split a large file into blocks, and
 a block's lines come in order, so a first small pass counts the lines of each (file, block) and a running
@@ -84,7 +91,7 @@ _KAFKA_RULES = {"SuperUser": Rule.SUPER_USER, "DefaultAllow": Rule.ALLOW_EVERYON
                 "DefaultDeny": Rule.NO_MATCHING_ACL}  # fmt: skip
 
 _JSON_SCHEMA = (
-    "struct<type: string, time: string, data: struct<methodName: string, "
+    "struct<id: string, type: string, time: string, data: struct<methodName: string, "
     "authenticationInfo: struct<principal: string>, "
     "authorizationInfo: struct<granted: boolean, operation: string, resourceType: string, resourceName: string>, "
     "requestMetadata: struct<clientAddress: string>, "
@@ -138,15 +145,54 @@ def read_audit(spark: SparkSession, paths: str | os.PathLike[str] | Iterable[str
     """Every authorization decision in ``paths``, and every line that is not one (see the module docstring)."""
     from pyspark.sql import functions as F
 
-    parsed = _parse(_numbered_lines(spark, audit_files(paths)))
+    files = audit_files(paths)
+    not_gzip = [f for f in files if _not_gzip(f)]
+    readable = [f for f in files if f not in not_gzip]
+    if not readable:
+        raise InputError(
+            f"{not_gzip[0]}: {NOT_GZIP}" + (f" (and {len(not_gzip) - 1} more)" if len(not_gzip) > 1 else "")
+        )
+    parsed = _parse(_numbered_lines(spark, readable))
     columns = [f.name for f in AUTHZ_EVENT_SCHEMA]
     rejected = F.col("reason").isNotNull()
-    # Parse once: both outputs (and every job after them) read the cached result. Without it, Spark pushes the
-    # ``reason`` filters into the parse and evaluates from_json and the regex once per use of a field.
-    both = parsed.select(*columns, "reason", F.when(rejected, F.substring("line", 1, RAW_LIMIT)).alias("raw")).cache()
+    kept = parsed.select(
+        *columns, "event_id", "reason", F.when(rejected, F.substring("line", 1, RAW_LIMIT)).alias("raw")
+    )
+    # An event with a CloudEvents id is counted once however many files (or copies of a file) hold it; one of
+    # its copies is kept. Events without an id (Kafka's log4j lines) cannot be told apart from a repeat and are
+    # all kept. Then parse once: both outputs (and every job after them) read the cached result. Without it,
+    # Spark pushes the ``reason`` filters into the parse and evaluates from_json and the regex once per use of a
+    # field.
+    with_id = ~rejected & F.col("event_id").isNotNull()
+    both = kept.where(with_id).dropDuplicates(["event_id"]).unionByName(kept.where(~with_id)).cache()
     frame = conform(both.where(F.col("reason").isNull()).select(*columns), AUTHZ_EVENT_SCHEMA)
     rejects = both.where(rejected).select("source_file", "source_line", "reason", "raw")
+    if not_gzip:
+        rows = [(f, 0, NOT_GZIP, None) for f in not_gzip]
+        rejects = rejects.unionByName(
+            spark.createDataFrame(rows, "source_file string, source_line long, reason string, raw string")
+        )
     return ReadResult(frame, conform(rejects, REJECTS_SCHEMA))
+
+
+#: The reason a file named ``*.gz`` that does not start with gzip's magic bytes is rejected, whole.
+NOT_GZIP = "not a gzip file, though its name ends in .gz: the whole file is set aside"
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _not_gzip(file: str) -> bool:
+    """Whether ``file`` is named ``*.gz`` (which Hadoop decompresses by its name) without being gzip.
+
+    Hadoop would fail the whole job on its first bytes ("not a gzip file") with a stack trace per task; a
+    local file is checked here, by its first two bytes, and set aside instead. A file behind a URL scheme is
+    not opened on the driver: it is left to Spark."""
+    if not file.endswith(".gz") or ("://" in file and not file.startswith("file:")):
+        return False
+    try:
+        with open(file.removeprefix("file://").removeprefix("file:"), "rb") as f:
+            return f.read(2) != _GZIP_MAGIC
+    except OSError:
+        return False  # let Spark's reader report it
 
 
 def _numbered_lines(spark: SparkSession, files: list[str]) -> DataFrame:
@@ -232,6 +278,7 @@ def _parse(lines: DataFrame) -> DataFrame:
         "method": F.when(k, F.concat(F.lit("kafka."), group(11))).otherwise(F.col("j.data.methodName")),
         "forwarded_by_principal": F.when(~k, ks.forwardedBy.principal),
         "forwarded_by_host": F.when(~k, ks.forwardedBy.clientAddress),
+        "event_id": F.when(~k, F.col("j.id")),
         "source_format": F.when(k, F.lit("kafka_authorizer_log"))
         .when(ks.isNotNull(), F.lit("ksteward"))
         .otherwise(F.lit("confluent")),
