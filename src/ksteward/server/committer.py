@@ -2,12 +2,12 @@
 
 ``append`` replays the records into a delta first (a batch that cannot be replayed is never
 written), writes the batch to the log at once, and returns a future that resolves when the batch is
-durable. One flusher task fsyncs in a worker thread; every batch appended while an fsync runs shares
-the next one. The committed image is published only after its batch is durable, so readers never
+durable. Each fsync runs in a worker thread; every batch appended while an fsync runs shares the next
+one. The committed image is published only after its batch is durable, so readers never
 see a mutation that a crash could take back.
 
 When writes do not overlap (one client writing at a time), the worker thread only adds latency: the batch
-waits for the flusher task, the thread, and the loop's wakeup, and shares its fsync with nobody. So once
+waits for the thread and the loop's wakeup, and shares its fsync with nobody. So once
 ``SOLO_FLUSHES_BEFORE_INLINE`` fsyncs in a row made a single batch durable, the next batches are fsynced in
 line, as ``group_commit=False`` does; every ``INLINE_FLUSHES_PER_PROBE``-th goes through the thread again,
 and if writes now overlap (it made several batches durable), the thread stays. Group commit is then never
@@ -23,7 +23,6 @@ The committer writes in one leader epoch, ``epoch``, chosen when the controller 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -75,12 +74,10 @@ class GroupCommitter:
         #: Called after ``on_publish`` for every durable batch (the KRaft leader wakes parked fetches).
         self.publish_hooks: list[Callable[[MetadataImage, list[Any]], None]] = []
         self._pending: deque[tuple[int, MetadataImage, list[Any], asyncio.Future[int]]] = deque()
-        self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._snapshot_task: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
         self.fsyncs = 0
-        self._flushing = False  # the flusher task is in an fsync (or about to start one)
+        self._flushing = False  # an fsync is running in a worker thread
         self._solo_flushes = 0  # fsyncs in a row, in the thread, that made a single batch durable
         self._inline_left = 0  # batches to fsync in line before the next probe through the thread
         # For the metrics endpoint: each fsync's time (ms), the batches each fsync made durable, the last snapshot.
@@ -99,7 +96,7 @@ class GroupCommitter:
         return self._published
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._flush_loop(), name="metadata-flusher")
+        """Nothing to start: each fsync is a worker-thread job started by the append that finds none running."""
 
     def append(self, records: list[Any]) -> asyncio.Future[int]:
         """Append one atomic batch now; the future resolves with its last offset once durable."""
@@ -145,8 +142,8 @@ class GroupCommitter:
             self._flush_inline(last_offset, records, future)
             return future
         self._pending.append((last_offset, self._latest, records, future))
-        self._flushing = True
-        self._wakeup.set()
+        if not self._flushing:
+            self._start_flush()
         return future
 
     def _flush_inline(self, last_offset: int, records: list[Any], future: asyncio.Future[int]) -> None:
@@ -166,46 +163,51 @@ class GroupCommitter:
         future.set_result(last_offset)
         self._maybe_snapshot()
 
-    async def _flush_loop(self) -> None:
-        while True:
-            await self._wakeup.wait()
-            self._wakeup.clear()
-            if not self._pending:
-                self._flushing = False
-                continue
-            target = self._pending[-1][0]
-            started = time.perf_counter()
-            try:
-                await asyncio.to_thread(self._log.flush)
-            except BaseException as exc:  # an fsync failure is fatal for writes, as in Kafka
-                log.critical("metadata log fsync failed; refusing further writes: %s", exc)
-                self._failure = exc
-                while self._pending:
-                    _, _, _, fut = self._pending.popleft()
-                    if not fut.done():
-                        fut.set_exception(RuntimeError("metadata log fsync failed"))
-                return
-            self.fsyncs += 1
-            self.fsync_ms.observe((time.perf_counter() - started) * 1000)
-            durable = []
-            while self._pending and self._pending[0][0] <= target:
-                offset, image, records, fut = self._pending.popleft()
-                self._make_visible(image, records)
+    def _start_flush(self) -> None:
+        """fsync everything appended so far in a worker thread; :meth:`_flushed` runs on the loop when it is done.
+
+        A callback, not a task awaiting the thread: a waiting request is answered one event-loop turn after its
+        fsync, not three (wake the flusher, resume it after the thread, resume the request). Under load every
+        turn is a pass over every ready connection (issue 17)."""
+        self._flushing = True
+        target = self._pending[-1][0]
+        started = time.perf_counter()
+        done = asyncio.get_running_loop().run_in_executor(None, self._log.flush)
+        done.add_done_callback(lambda f: self._flushed(f, target, started))
+
+    def _flushed(self, done: asyncio.Future[None], target: int, started: float) -> None:
+        failure = done.exception() if not done.cancelled() else asyncio.CancelledError()
+        if failure is not None:  # an fsync failure is fatal for writes, as in Kafka
+            log.critical("metadata log fsync failed; refusing further writes: %s", failure)
+            self._failure = failure
+            self._flushing = False
+            while self._pending:
+                _, _, _, fut = self._pending.popleft()
                 if not fut.done():
-                    fut.set_result(offset)
-                durable.append((image, records))
-            self.batches_per_fsync.observe(len(durable))
-            self._flushing = bool(self._pending)  # batches appended during the fsync: the next one is theirs
-            if self._pending:
-                self._wakeup.set()
-            self._solo_flushes = self._solo_flushes + 1 if len(durable) == 1 and not self._pending else 0
-            if self._solo_flushes >= SOLO_FLUSHES_BEFORE_INLINE:
-                self._inline_left = INLINE_FLUSHES_PER_PROBE
-            # The hooks (the Raft leader waking parked fetches) run after every waiting request was resolved,
-            # so the event loop writes the clients' answers before it encodes the followers' fetch responses.
-            for image, records in durable:
-                self._run_hooks(image, records)
-            self._maybe_snapshot()
+                    fut.set_exception(RuntimeError("metadata log fsync failed"))
+            return
+        self.fsyncs += 1
+        self.fsync_ms.observe((time.perf_counter() - started) * 1000)
+        durable = []
+        while self._pending and self._pending[0][0] <= target:
+            offset, image, records, fut = self._pending.popleft()
+            self._make_visible(image, records)
+            if not fut.done():
+                fut.set_result(offset)
+            durable.append((image, records))
+        self.batches_per_fsync.observe(len(durable))
+        self._solo_flushes = self._solo_flushes + 1 if len(durable) == 1 and not self._pending else 0
+        if self._solo_flushes >= SOLO_FLUSHES_BEFORE_INLINE:
+            self._inline_left = INLINE_FLUSHES_PER_PROBE
+        # The hooks (the Raft leader waking parked fetches) run after every waiting request was resolved,
+        # so the event loop writes the clients' answers before it encodes the followers' fetch responses.
+        for image, records in durable:
+            self._run_hooks(image, records)
+        self._maybe_snapshot()
+        if self._pending:  # appended during the fsync: the next one is theirs
+            self._start_flush()
+        else:
+            self._flushing = False
 
     def _publish(self, image: MetadataImage, records: list[Any]) -> None:
         """Make one durable batch visible: readers switch to its image, publishers see its records."""
@@ -250,13 +252,9 @@ class GroupCommitter:
         log.info("wrote snapshot %s in %.3fs", path.name, seconds)
 
     async def close(self, *, snapshot: bool) -> None:
-        """Drain pending writes, stop the flusher, and on a clean stop write a final snapshot."""
+        """Drain pending writes, and on a clean stop write a final snapshot."""
         if self._pending and self._failure is None:
             await asyncio.gather(*(fut for *_, fut in list(self._pending)), return_exceptions=True)
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
         if self._snapshot_task is not None:
             await asyncio.gather(self._snapshot_task, return_exceptions=True)
         if snapshot and self._failure is None:
