@@ -29,6 +29,7 @@ from pyspark.sql.types import ArrayType, MapType, StructType
 
 from ksteward.authorizer import AuthorizerSettings
 from ksteward.pipeline.readers import InputError
+from ksteward.pipeline.session import conf_set
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -141,16 +142,8 @@ def in_window(events: DataFrame, start: datetime.datetime | None, end: datetime.
 @contextlib.contextmanager
 def adaptive_execution(spark: SparkSession, *, enabled: bool) -> Iterator[None]:
     """Plan the queries run inside with ``spark.sql.adaptive.enabled`` set to ``enabled``; restored after."""
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(enabled).lower())
-    try:
+    with conf_set(spark, "spark.sql.adaptive.enabled", str(enabled).lower()):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def add_checkpoint_argument(parser: argparse.ArgumentParser) -> None:

@@ -89,6 +89,7 @@ from ksteward.metadata.records.control import ControlRecordType, CorruptControlR
 from ksteward.metadata.segments import parse_segment_name
 from ksteward.metadata.snapshot_file import check_snapshot, parse_snapshot_name
 from ksteward.pipeline.schemas import METADATA_RECORD_SCHEMA, REJECTS_SCHEMA
+from ksteward.pipeline.session import conf_set
 
 from . import InputError, ReadResult, conform
 
@@ -215,16 +216,8 @@ def _java_message(exc: Any) -> str:
 def _one_file_per_task(spark: SparkSession) -> Iterator[None]:
     """Plan file scans with one file per partition: a file costs as much as Spark's largest split to open,
     so no two are packed together (decoding is Python work, per file; ``binaryFile`` never splits one)."""
-    key = "spark.sql.files.openCostInBytes"
-    before = spark.conf.get(key)
-    spark.conf.set(key, str(spark.conf.get("spark.sql.files.maxPartitionBytes")))
-    try:
+    with conf_set(spark, "spark.sql.files.openCostInBytes", str(spark.conf.get("spark.sql.files.maxPartitionBytes"))):
         yield
-    finally:
-        if before is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, before)
 
 
 def _decoded(spark: SparkSession, files: Mapping[str, str]) -> DataFrame:
