@@ -38,13 +38,25 @@ def test_snapshots_by_bytes_and_segment_cleanup(server_factory) -> None:  # type
     def snapshot_offsets() -> list[int]:
         return sorted(int(p.name.split("-")[0]) for p in partition.glob("*.checkpoint"))
 
-    # Snapshots are written in the background after a commit crosses the threshold.
-    wait_for(lambda: snapshot_offsets() and snapshot_offsets()[-1] > 100, 30, "a snapshot past offset 100")
-    newest = snapshot_offsets()[-1]
-    segments = sorted(int(p.stem) for p in partition.glob("*.log"))
-    # Segments wholly below the snapshot are gone: only the one holding it (and later ones) remain.
-    assert segments and segments[0] <= newest and all(s > 0 for s in segments[1:]), (segments, newest)
-    assert segments[0] > 0, f"the first segment should have been deleted once covered: {segments}"
-    assert len(snapshot_offsets()) <= 2  # older snapshots are pruned
+    def segment_offsets() -> list[int]:
+        return sorted(int(p.stem) for p in partition.glob("*.log"))
+
+    def settled() -> bool:
+        # Snapshots are written in the background after a commit crosses the threshold, and a new
+        # snapshot's file exists for a moment before the oldest is pruned: wait for a state where
+        # a snapshot past offset 100 exists, at most two are kept, and the first segment (never
+        # segment 0, which every snapshot covers) holds the newest snapshot's offset or less.
+        snapshots, segments = snapshot_offsets(), segment_offsets()
+        state.update(snapshots=snapshots, segments=segments)
+        return bool(
+            snapshots and snapshots[-1] > 100 and len(snapshots) <= 2
+            and segments and 0 < segments[0] <= snapshots[-1]
+        )  # fmt: skip
+
+    state: dict[str, list[int]] = {}
+    try:
+        wait_for(settled, 30, "a snapshot past offset 100, older ones pruned, covered segments deleted")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: last seen {state}") from None
     server.restart(hard=True)  # kill -9: no shutdown snapshot; load the newest snapshot, then the log
     assert {f"user-{i}" for i in range(200)} <= _users(server)
