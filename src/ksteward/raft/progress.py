@@ -2,7 +2,7 @@
 
 Kafka's ``LeaderState.ReplicaState`` keeps, per voter and per observer, the log end offset of its last
 Fetch, when that Fetch arrived, and when the replica was last caught up to the leader's log end
-(``DescribeQuorumResponse`` v0–2, KIP-595 and KIP-836). The leader builds a ``QuorumDescription``; the
+(``DescribeQuorumResponse`` v0-2, KIP-595 and KIP-836). The leader builds a ``QuorumDescription``; the
 DescribeQuorum handler turns it into the response, and ``ksteward metadata quorum`` prints it.
 A value that is not known is -1, as on the wire.
 """
