@@ -42,3 +42,39 @@ def test_whatif_at_an_offset_uses_the_acls_of_then(
     )  # fmt: skip
     # an offset before the log is refused as the other jobs refuse it
     assert main([*argv, "--out", str(tmp_path / "bad"), "--at", "-1"]) == 2
+
+
+def test_whatif_checkpoints_in_files_give_the_same_flips_and_are_removed(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--checkpoint-dir``, as the audit's: the flips are checkpointed into files in a directory of the run's
+    own (the default on a cluster, so losing an executor does not lose them), removed afterwards."""
+    from metadata_logs import write_history
+
+    from ksteward.cli.main import main
+
+    data = tmp_path / "data"
+    write_history(data)
+    audit = tmp_path / "kafka-authorizer.log"
+    audit.write_text(
+        "[2026-11-01 12:00:00,000] INFO Principal = User:eve is Denied operation = READ from host = 10.0.0.5 on "
+        "resource = Topic:LITERAL:orders for request = Fetch with resourceRefCount = 1 based on rule DefaultDeny "
+        "(kafka.authorizer.logger)\n"
+    )
+    plan = tmp_path / "plan.json"
+    grant = {"resource_type": "TOPIC", "resource_name": "orders", "principal": "User:eve", "operation": "READ",
+             "permission_type": "ALLOW"}  # fmt: skip
+    plan.write_text(json.dumps({"create": [grant]}))
+    argv = ["pipeline", "whatif", "--metadata-dir", str(data), "--audit", str(audit), "--plan", str(plan), "--at", "5"]
+    assert main([*argv, "--out", str(tmp_path / "memory")]) == 0
+    checkpoints = tmp_path / "checkpoints"
+    assert main([*argv, "--out", str(tmp_path / "files"), "--checkpoint-dir", str(checkpoints)]) == 0
+    assert capsys.readouterr().out.count("1 (1 events) newly allowed") == 2
+
+    def flips(out: Path) -> list[str]:
+        return sorted(json.dumps(r.asDict(), default=str) for r in spark.read.parquet(str(out / "flips")).collect())
+
+    assert flips(tmp_path / "files") == flips(tmp_path / "memory") != []
+    assert checkpoints.is_dir(), "the checkpoints were set to go under --checkpoint-dir"
+    assert not list(checkpoints.iterdir()), "the run's checkpoint directory is removed"
+    assert spark.sparkContext.getCheckpointDir() is None, "the shared session's checkpoint directory is put back"

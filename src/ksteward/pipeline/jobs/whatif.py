@@ -10,8 +10,9 @@ Every request of the window (``events``: ``AUTHZ_EVENT_SCHEMA``, or any frame wi
 state (``acls``, ``settings``) and under the planned one. The logged decision is not used: the comparison
 is between two re-decisions, so a plan is judged on the very rules the broker applies. The events are
 aggregated once into distinct requests (cached: every later step reads that small frame, not the events).
-``whatif`` is eager: it computes the flips into a local checkpoint and releases that cache before it returns
-(free the checkpoint with ``_shared.release_checkpoint`` when done with it). Output, one row per request
+``whatif`` is eager: it computes the flips into a checkpoint and releases that cache before it returns (free
+the checkpoint with ``_shared.release_checkpoint`` when done with it; the command checkpoints into files on a
+cluster, as the audit does). Output, one row per request
 whose ``granted`` differs, most events first:
 
 - ``principal``, ``host``, ``operation``, ``resource_type``, ``resource_name``: the request. The host is kept
@@ -106,8 +107,11 @@ from ksteward.pipeline.state import state_at
 
 from ._shared import (
     Progress,
+    add_checkpoint_argument,
     add_settings_arguments,
     at_kwargs,
+    checkpoint,
+    checkpoint_directory,
     in_window,
     parse_at,
     parse_time,
@@ -357,7 +361,8 @@ def whatif(
     events: DataFrame, acls: DataFrame, settings: AuthorizerSettings, plan: Plan | Mapping[str, Any]
 ) -> DataFrame:
     """The requests of ``events`` whose decision ``plan`` flips (columns in the module docstring), computed
-    now into a local checkpoint, most events first.
+    now into a checkpoint (``_shared.checkpoint``: files inside ``checkpoint_directory``, else the executors'
+    memory), most events first.
 
     ``plan``: a :class:`Plan`, or the decoded JSON document of one (checked by :func:`parse_plan`)."""
     if not isinstance(plan, Plan):
@@ -367,7 +372,7 @@ def whatif(
     # cache is dropped, so nothing built on them goes back to the events.
     seen = requests_seen(events).persist()
     try:
-        return flipped_requests(seen, acls, settings, plan).localCheckpoint()
+        return checkpoint(flipped_requests(seen, acls, settings, plan))
     finally:
         seen.unpersist()
 
@@ -417,6 +422,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show", type=int, default=20, metavar="N", help="rows of the summary table (default 20)")
     parser.add_argument("--fail-on-break", action="store_true",
                         help="exit 1 when a request that is allowed today would be denied")  # fmt: skip
+    add_checkpoint_argument(parser)
     add_settings_arguments(parser)
 
 
@@ -436,8 +442,11 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     events, audit_rejects = read_audit(spark, args.audit)
     # a log replay, read by the check below and by both decisions
     acls = state_at(records, **at_kwargs(args.at)).acls.persist()
+    rejects = metadata_rejects.unionByName(audit_rejects)
     try:
-        code = _run(args, plan, settings, events, acls, metadata_rejects.unionByName(audit_rejects), progress, out)
+        # As the audit's: checkpoints in files on a cluster (an executor lost does not lose the flips).
+        with checkpoint_directory(spark, getattr(args, "checkpoint_dir", None), args.out):
+            code = _run(args, plan, settings, events, acls, rejects, progress, out)
     finally:
         acls.unpersist()
     progress.done()
