@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from ._shared import write_table
+from ._shared import child_path, write_table
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Row, SparkSession
@@ -59,14 +59,16 @@ def stage(spark: SparkSession, name: str) -> Iterator[None]:
 WRITE_THREADS = 9
 
 
-def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str = "parquet") -> dict[str, Path]:
+def write_result(
+    spark: SparkSession, result: AuditResult, out: str | Path, fmt: str = "parquet"
+) -> dict[str, str | Path]:
     """Write every table of ``result`` under ``out/<table>/`` (replacing it), in ``fmt`` (Parquet by default;
     CSV as :func:`~ksteward.pipeline.jobs._shared.write_table` writes it); the per-event tables are partitioned by
     ``event_date``, one file per date. The tables are written ``WRITE_THREADS`` at a time (concurrent Spark
     jobs; the cached tables they share are computed once). Returns the paths by table."""
 
     def write(table: str, frame: DataFrame) -> None:
-        path = out / table
+        path = child_path(out, table)
         with stage(spark, f"write {table}"):
             if table in PARTITIONED_TABLES:
                 by_date = frame if table in _PARTITIONED_BY_DATE else frame.repartition("event_date")
@@ -81,7 +83,7 @@ def write_result(spark: SparkSession, result: AuditResult, out: Path, fmt: str =
         futures = [pool.submit(write, table, tables[table]) for table in order]
         for future in futures:
             future.result()
-    return {table: out / table for table in tables}
+    return {table: child_path(out, table) for table in tables}
 
 
 def report_data(result: AuditResult, *, rows: int = REPORT_ROWS) -> ReportData:

@@ -19,6 +19,7 @@ import contextlib
 import datetime
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -45,6 +46,7 @@ __all__ = [
     "at_kwargs",
     "checkpoint",
     "checkpoint_directory",
+    "child_path",
     "in_window",
     "parse_at",
     "parse_time",
@@ -54,6 +56,7 @@ __all__ = [
     "settings_from_args",
     "write_rejects",
     "write_table",
+    "write_text",
 ]
 
 #: How many rejected lines a job prints to stderr (all of them are written to ``OUT/rejects``).
@@ -216,6 +219,44 @@ def release_checkpoint(frame: DataFrame) -> None:
 # --- output -----------------------------------------------------------------------------------------
 
 
+def child_path(base: str | Path, name: str) -> str | Path:
+    """``base/name``: a Path under a Path; under a string, the string joined with ``/`` as it is, so that a URI
+    keeps its scheme and authority (``Path("s3a://bucket/x")`` would collapse ``//`` and lose the bucket)."""
+    if isinstance(base, Path):
+        return base / name
+    return f"{base.rstrip('/')}/{name}"
+
+
+def _local_path(target: str | Path) -> Path | None:
+    """The local file a target names (a plain path or a ``file:`` URI), or None for another file system."""
+    if isinstance(target, Path):
+        return target
+    parsed = urllib.parse.urlparse(target)
+    if parsed.scheme == "file":
+        return Path(urllib.parse.unquote(parsed.path))
+    return Path(target) if parsed.scheme == "" or len(parsed.scheme) == 1 else None  # "C:" is a drive, not a scheme
+
+
+def write_text(spark: SparkSession, target: str | Path, text: str) -> str | Path:
+    """Write ``text`` (UTF-8) to ``target``, replacing it: a local file directly (its directory created), any other
+    file system (``hdfs://``, ``s3a://``) through Hadoop's ``FileSystem``, where the job's tables go. Returns
+    ``target``."""
+    local = _local_path(target)
+    if local is not None:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_text(text, encoding="utf-8")
+        return target
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    path = jvm.org.apache.hadoop.fs.Path(str(target))
+    stream = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).create(path, True)
+    try:
+        stream.write(bytearray(text.encode("utf-8")))
+    finally:
+        stream.close()
+    return target
+
+
 def write_table(frame: DataFrame, path: str | Path, fmt: str = "parquet", partition_by: tuple[str, ...] = ()) -> None:
     """Write ``frame`` to ``path`` in ``fmt`` (Spark's writer name: parquet, json, csv, orc), replacing it.
 
@@ -255,8 +296,9 @@ def write_rejects(rejects: DataFrame, out: str | Path, fmt: str = "parquet", err
     if not first:
         return 0
     count = rejects.count()
-    write_table(rejects, Path(out) / "rejects", fmt)
-    print(f"{count} input line(s) rejected, set aside in {Path(out) / 'rejects'}:", file=err)
+    target = child_path(out, "rejects")
+    write_table(rejects, target, fmt)
+    print(f"{count} input line(s) rejected, set aside in {target}:", file=err)
     for row in first:
         print(f"  {row.source_file}:{row.source_line}: {row.reason}", file=err)
     return count

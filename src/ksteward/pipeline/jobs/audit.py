@@ -66,7 +66,6 @@ import argparse
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import IO, NamedTuple
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -106,11 +105,13 @@ from ._shared import (
     add_settings_arguments,
     checkpoint,
     checkpoint_directory,
+    child_path,
     in_window,
     parse_time,
     release_checkpoint,
     settings_from_args,
     write_rejects,
+    write_text,
 )
 
 # The steps of the audit live in private modules; this module is the job's one public surface.
@@ -470,14 +471,16 @@ def covered_acls(acls: DataFrame) -> DataFrame:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``ksteward pipeline audit`` (the window and settings options as ``whatif`` has them)."""
-    parser.add_argument("--metadata-dir", type=Path, required=True, metavar="DIR",
+    parser.add_argument("--metadata-dir", required=True, metavar="DIR",
                         help="a data dir or a KRaft __cluster_metadata-0 directory: the ACL state")  # fmt: skip
     parser.add_argument("--audit", nargs="+", required=True, metavar="PATH",
                         help="audit log files, dirs or globs (ksteward, Confluent, Kafka authorizer)")  # fmt: skip
     parser.add_argument("--from", dest="start", type=parse_time, metavar="TIME", help="window start (inclusive)")
     parser.add_argument("--to", dest="end", type=parse_time, metavar="TIME",
                         help="window end (exclusive), where the ACL state is taken (default: the end)")  # fmt: skip
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="output directory")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (a path or a URI: hdfs://, s3a://)"
+    )
     parser.add_argument("--top", type=int, default=TOP_PRINCIPALS, help="how many top denied principals")
     add_checkpoint_argument(parser)
     add_settings_arguments(parser)
@@ -488,11 +491,11 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
 
     One line on stderr as each phase starts (:class:`~ksteward.pipeline.jobs._shared.Progress`)."""
     from ksteward.pipeline.readers import read_audit, read_metadata
-    from ksteward.pipeline.report import write_report
+    from ksteward.pipeline.report import render_report
     from ksteward.pipeline.state import state_at
 
     settings = settings_from_args(args)
-    target = Path(args.out)
+    target: str = args.out  # a URI stays a URI (``_shared.child_path``)
     progress = Progress(spark, "audit", ("read", "analyse", "write tables", "report"))
     progress.start("read")
     audit_log = read_audit(spark, [str(p) for p in args.audit])
@@ -510,7 +513,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
                 rejected = write_rejects(audit_log.rejects.unionByName(metadata.rejects), target, fmt)
                 progress.start("report")
                 data = report_data(result)
-                report = write_report(target / "report.html", data)
+                report = write_text(spark, child_path(target, "report.html"), render_report(data))
             finally:
                 result.unpersist()
         finally:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from ksteward.pipeline.readers import read_metadata
 from ksteward.pipeline.state import TABLES, resolve_target, state_for
 
-from ._shared import Progress, at_kwargs, parse_at, read_table, write_rejects, write_table
+from ._shared import Progress, at_kwargs, child_path, parse_at, read_table, write_rejects, write_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -46,13 +45,13 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     counts = {}
     progress.start("write")  # the state is rebuilt as its tables are written
     for name, frame in zip(TABLES, state, strict=True):
-        write_table(frame, Path(args.out) / name, args.format)
-        counts[name] = read_table(spark, Path(args.out) / name, args.format).count()
+        write_table(frame, child_path(args.out, name), args.format)
+        counts[name] = read_table(spark, child_path(args.out, name), args.format).count()
     rejected = write_rejects(rejects, args.out, args.format)
     progress.done()
     base = f"snapshot at {target.snapshot_offset} + log" if target.snapshot_offset is not None else "log from 0"
     summary = ", ".join(f"{n} {k}" for k, n in counts.items())
     print(f"state at offset {target.offset} ({base}): {summary} -> {args.out}", file=out)
     if rejected:
-        print(f"{rejected} rejected record(s) in {Path(args.out) / 'rejects'}", file=out)
+        print(f"{rejected} rejected record(s) in {child_path(args.out, 'rejects')}", file=out)
     return 0

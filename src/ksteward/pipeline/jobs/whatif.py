@@ -112,6 +112,7 @@ from ._shared import (
     at_kwargs,
     checkpoint,
     checkpoint_directory,
+    child_path,
     in_window,
     parse_at,
     parse_time,
@@ -479,7 +480,7 @@ def _run(
     flips = whatif(in_window(events, args.start, args.end), acls, settings, plan)
     try:
         progress.start("write")
-        target = Path(args.out) / "flips"
+        target = child_path(args.out, "flips")
         write_table(flips, target, args.format)
         write_rejects(rejects, args.out, args.format)
         breaks = _print_summary(flips, target, args.show, out)
@@ -488,7 +489,7 @@ def _run(
     return 1 if args.fail_on_break and breaks else 0
 
 
-def _print_summary(flips: DataFrame, target: Path, show: int, out: IO[str]) -> int:
+def _print_summary(flips: DataFrame, target: str | Path, show: int, out: IO[str]) -> int:
     """Print the totals per change and the ``show`` flips with the most events; returns how many requests
     would be denied."""
     totals = flips.groupBy("change").agg(F.count(F.lit(1)).alias("requests"), F.sum("events").alias("events"))

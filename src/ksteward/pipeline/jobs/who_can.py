@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Hashable
-from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from pyspark.sql import Column
@@ -81,6 +80,7 @@ from ._shared import (
     Progress,
     add_settings_arguments,
     at_kwargs,
+    child_path,
     parse_at,
     print_table,
     settings_from_args,
@@ -360,7 +360,7 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     answer = who_can(state.acls, settings, rt, name, args.operation, principals=observed).persist()
     try:
         if args.out:
-            write_table(answer, Path(args.out) / "who_can", args.format)
+            write_table(answer, child_path(args.out, "who_can"), args.format)
             write_rejects(rejects, args.out, args.format)
         elif rejects.limit(1).count():
             raise InputError(f"{rejects.count()} input record(s) rejected; give --out DIR to keep them")
@@ -377,6 +377,6 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
         out,
     )
     if total > shown:
-        where = f"all in {Path(args.out) / 'who_can'}" if args.out else "give --out DIR for all"
+        where = f"all in {child_path(args.out, 'who_can')}" if args.out else "give --out DIR for all"
         print(f"... {total - shown} more ({where})", file=out)
     return 0
