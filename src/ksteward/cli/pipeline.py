@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -91,6 +92,17 @@ def run_job(args: argparse.Namespace) -> int:
         return 2
     module = job_module(name)
     ours = SparkSession.getActiveSession() is None  # in-process callers (tests) keep their session
+    # A job that can answer on the driver (who-can on a small local log) does, unless Spark is asked for: a
+    # --master, spark-submit (its JVM is up), or an in-process caller's session.
+    local = getattr(module, "run_local", None)
+    if local is not None and ours and args.master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:
+        try:
+            answered: int | None = local(args)
+        except (InputError, OSError) as exc:
+            print(f"ksteward pipeline {name}: {exc}", file=sys.stderr)
+            return 2
+        if answered is not None:
+            return answered
     spark = spark_session(args.master, app_name=f"ksteward-pipeline-{name}")
     try:
         code: int = module.run(spark, args)

@@ -330,7 +330,7 @@ class Progress:
     ``2026-11-26 17:28:22 audit [2/4] analyse ...`` then ``... audit done in 23.1 s (read 6.0 s, analyse 8.6 s,
     ...)``. A phase also names the Spark jobs it runs (``setJobDescription``: the UI and the event log)."""
 
-    def __init__(self, spark: SparkSession, job: str, phases: Sequence[str], err: IO[str] | None = None) -> None:
+    def __init__(self, spark: SparkSession | None, job: str, phases: Sequence[str], err: IO[str] | None = None) -> None:
         self.spark, self.job, self.phases = spark, job, tuple(phases)
         self.err = err or sys.stderr
         self.took: dict[str, float] = {}
@@ -352,11 +352,13 @@ class Progress:
         self._end_phase()
         self._phase = name
         self._say(f"[{self.phases.index(name) + 1}/{len(self.phases)}] {name} ...")
-        self.spark.sparkContext.setJobDescription(f"{self.job}: {name}")
+        if self.spark is not None:  # None: a job answered on the driver, without Spark
+            self.spark.sparkContext.setJobDescription(f"{self.job}: {name}")
 
     def done(self) -> None:
         """End the running phase and say the job is done, with the time of each phase."""
         self._end_phase()
-        self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
+        if self.spark is not None:
+            self.spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]
         times = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in self.took.items())
         self._say(f"done in {time.perf_counter() - self.started:.1f} s ({times})")

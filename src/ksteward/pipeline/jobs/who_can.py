@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Hashable
-from typing import IO, TYPE_CHECKING
+from collections.abc import Hashable, Sequence
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -59,6 +59,8 @@ from ksteward.authorizer import (
     PatternType,
     ResourceType,
     Rule,
+    allow_grants,
+    deny_denies,
     parse_enum,
 )
 from ksteward.pipeline.decide import (
@@ -72,6 +74,7 @@ from ksteward.pipeline.decide import (
     grants_operation,
     reference_authorizer,
 )
+from ksteward.pipeline.local_state import local_acls
 from ksteward.pipeline.readers import InputError, read_audit, read_metadata
 from ksteward.pipeline.schemas import ACL_SCHEMA, AuthorizerSettings
 from ksteward.pipeline.state import state_at
@@ -164,10 +167,9 @@ def who_can(
     allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
     denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
     if local and principals is None:
-        rows = _answer_on_driver(acls, allows, denies, settings, rt, resource_name, op)
-        if rows is not None:
-            frame = spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)  # sorted, and written as one file
-            return frame.withColumn("note", _note(rt, resource_name))
+        rows = _answer_on_driver(acls, settings, rt, resource_name, op)
+        if rows is not None:  # sorted, and written as one file
+            return spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)
 
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
     candidates = spark.createDataFrame(fixed, "principal string, host string").unionByName(
@@ -228,41 +230,55 @@ def who_can(
 
 
 _ANSWER_SCHEMA = "principal string, host string, rule string, acl_id string, allowing_acl_ids array<string>, " \
-    "narrowed_by_acl_ids array<string>"  # fmt: skip
+    "narrowed_by_acl_ids array<string>, note string"  # fmt: skip
 
 
 def _answer_on_driver(
-    local: DataFrame,
-    allows: DataFrame,
-    denies: DataFrame,
+    local: DataFrame, settings: AuthorizerSettings, rt: ResourceType, resource_name: str, op: AclOperation
+) -> list[AnswerRow] | None:
+    """The answer's rows from the resource's ACLs held in a local table (one collect of a local relation)."""
+    return answer_rows(local.collect(), settings, rt, resource_name, op)
+
+
+class AnswerRow(NamedTuple):
+    """One row of the answer (the columns of the module docstring)."""
+
+    principal: str
+    host: str
+    rule: str
+    acl_id: str | None
+    allowing_acl_ids: list[str]
+    narrowed_by_acl_ids: list[str]
+    note: str
+
+
+def answer_rows(
+    held: Sequence[Sequence[Any]],
     settings: AuthorizerSettings,
     rt: ResourceType,
     resource_name: str,
     op: AclOperation,
-) -> list[tuple[object, ...]] | None:
-    """The answer's rows (sorted, without ``note``), from the resource's ACLs held in a local table: the same
-    rows as the Spark plan of ``who_can``, decided by the library authorizer that ``decide`` equals
-    (``reference_authorizer``) rather than by a dozen Spark stages on a few rows. ``allows`` and ``denies`` are
-    filters of the local table, so collecting them runs no Spark job.
+) -> list[AnswerRow] | None:
+    """The answer's rows (sorted), from ``held``: the ``ACL_SCHEMA`` rows whose pattern matches the resource.
+    The same rows as the Spark plan of ``who_can``, decided by the library authorizer that ``decide`` equals
+    (``reference_authorizer``) rather than by a dozen Spark stages on a few rows.
 
     None when the ACLs cannot be loaded into the library as they are (a row it refuses, which ``decide``
     leaves out, or a repeated 7-tuple, which ``decide`` resolves by id): the Spark plan answers then."""
-    bindings: dict[Hashable, AclBinding] = {}
-    held = local.collect()
     if len({tuple(row[1:]) for row in held}) != len(held):
         return None
+    bindings: dict[Hashable, AclBinding] = {}
     for row in held:
         try:
-            bindings[row.acl_id] = AclBinding(*row[1:])
+            bindings[row[0]] = AclBinding(*row[1:])
         except (ValueError, TypeError):
             return None
     auth = reference_authorizer(bindings, settings)
-    allowing = [(r.acl_id, r.principal, r.host) for r in allows.select("acl_id", "principal", "host").collect()]
-    denying = [(r.acl_id, r.principal, r.host) for r in denies.select("acl_id", "principal", "host").collect()]
+    allowing, denying = _allowing_and_denying(held, op)
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
     wp, wh = WILDCARD_PRINCIPAL, WILDCARD_HOST
     candidates = sorted(set(fixed) | {(principal, host) for _, principal, host in allowing})
-    rows: list[tuple[object, ...]] = []
+    rows: list[AnswerRow] = []
     for principal, host in candidates:
         decision = auth.authorize_with_reason(principal, host, op, rt, resource_name)
         if not decision.allowed:
@@ -273,13 +289,49 @@ def _answer_on_driver(
         if rule is Rule.SUPER_USER:
             narrowed = []
         acl_id = decision.acl_id if rule is Rule.ACL else None
-        rows.append((principal, host, rule.value, acl_id, allowed_by, narrowed))
+        note = _note_text(rt, resource_name, rule.value, principal, host, narrowed)
+        rows.append(AnswerRow(principal, host, rule.value, acl_id, allowed_by, narrowed, note))  # type: ignore[arg-type]
     return rows
+
+
+def _allowing_and_denying(
+    held: Sequence[Sequence[Any]], op: AclOperation
+) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """(acl_id, principal, host) of the ALLOW ACLs that grant ``op`` and of the DENY (or UNKNOWN permission) ACLs
+    that deny it, among ACLs whose principal has a type (``resource_acls``' filters, on the driver)."""
+    allowing, denying = [], []
+    for acl_id, _rt, _name, _pattern, principal, host, operation, permission in held:
+        if principal is None or ":" not in principal:
+            continue
+        acl_op, perm = ACL_OPERATION_CODES.get(str(operation).upper()), PERMISSION_CODES.get(str(permission).upper())
+        if acl_op is None or perm is None:
+            continue
+        if perm == _ALLOW and allow_grants(AclOperation(acl_op), op):
+            allowing.append((acl_id, principal, host))
+        elif perm != _ALLOW and deny_denies(AclOperation(acl_op), op):
+            denying.append((acl_id, principal, host))
+    return allowing, denying
 
 
 def _overlap(row_value: str, acl_value: str, wildcard: str) -> bool:
     """``_meets`` on the driver."""
     return acl_value in (row_value, wildcard) or row_value == wildcard
+
+
+def _note_text(rt: ResourceType, resource_name: str, rule: str, principal: str, host: str, narrowed: list[str]) -> str:
+    """``_note`` on the driver."""
+    parts = []
+    if rule == "super_user":
+        parts.append("super user: allowed from any host whatever the ACLs")
+    if rule == "allow_everyone_default":
+        parts.append(f"everyone: no ACL matches {rt.name}:{resource_name} and allow.everyone.if.no.acl.found=true")
+    if rule == "acl" and principal == WILDCARD_PRINCIPAL:
+        parts.append("every principal (of any type) not denied below")
+    if rule != "super_user" and host == WILDCARD_HOST:
+        parts.append("from any host not denied below")
+    if narrowed:
+        parts.append("narrowed by DENY " + ", ".join(narrowed))
+    return "; ".join(parts)
 
 
 def _note(rt: ResourceType, resource_name: str) -> Column:
@@ -344,7 +396,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = None) -> int:
     """Rebuild the state ``--at``, answer, print the table (and write it with ``--out``)."""
-    out = out or sys.stdout
     settings = settings_from_args(args)
     progress = Progress(spark, "who-can", ("read", "answer"))
     progress.start("read")
@@ -370,6 +421,48 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     finally:
         answer.unpersist()
     progress.done()
+    _print_answer(args, [AnswerRow(*row) for row in rows], total, out or sys.stdout)
+    return 0
+
+
+def run_local(args: argparse.Namespace, out: IO[str] | None = None) -> int | None:
+    """The command without Spark, when the Spark plan has nothing more to give: no ``--audit``, no ``--out``,
+    and a log on the local file system that ``local_state.local_acls`` reads on the driver (small, whole). The
+    ACL state and the answer are the Spark plan's (``tests/pipeline/test_local_state.py``). None: run the Spark
+    plan (``ksteward pipeline`` does when ``--master`` is given, too)."""
+    if args.audit or args.out:
+        return None
+    progress = Progress(None, "who-can", ("read", "answer"))
+    progress.start("read")
+    acls = local_acls(args.metadata_dir, **at_kwargs(args.at))
+    if acls is None:
+        return None
+    progress.start("answer")
+    rt, name = args.resource
+    held = [acl for acl in acls if _matches_on_driver(acl, rt, name)]
+    rows = answer_rows(held, settings_from_args(args), rt, name, args.operation)
+    if rows is None:
+        return None
+    progress.done()
+    _print_answer(args, rows, len(rows), out or sys.stdout)
+    return 0
+
+
+def _matches_on_driver(acl: Sequence[Any], resource_type: ResourceType, resource_name: str) -> bool:
+    """``_matches_resource`` on the driver, for an ``ACL_SCHEMA`` row."""
+    _, acl_type, acl_name, pattern_type = acl[:4]
+    if acl_name is None or RESOURCE_TYPE_CODES.get(str(acl_type).upper()) != int(resource_type):
+        return False
+    pattern = PATTERN_CODES.get(str(pattern_type))
+    if pattern == int(PatternType.LITERAL):
+        return acl_name in (resource_name, WILDCARD_RESOURCE)
+    return pattern in (int(PatternType.PREFIXED), int(PatternType.UNKNOWN)) and resource_name.startswith(acl_name)
+
+
+def _print_answer(args: argparse.Namespace, rows: Sequence[AnswerRow], total: int, out: IO[str]) -> None:
+    """The count, at most ``--show`` rows, and where the rest are."""
+    rt, name = args.resource
+    shown = max(args.show, 0)
     print(f"{total} principal/host pair(s) may {args.operation.name} {rt.name}:{name}", file=out)
     print_table(
         ("principal", "host", "rule", "allowing ACLs", "note"),
@@ -379,4 +472,3 @@ def run(spark: SparkSession, args: argparse.Namespace, out: IO[str] | None = Non
     if total > shown:
         where = f"all in {child_path(args.out, 'who_can')}" if args.out else "give --out DIR for all"
         print(f"... {total - shown} more ({where})", file=out)
-    return 0
