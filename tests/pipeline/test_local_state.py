@@ -123,7 +123,8 @@ def write_random_acls(data: Path, count: int = 300, seed: int = 7) -> None:
 
 
 QUESTIONS = [("TOPIC:orders", "DESCRIBE"), ("TOPIC:orders", "READ"), ("TOPIC:orders-eu", "WRITE"),
-             ("TOPIC:payments", "ALTER"), ("GROUP:orders", "READ"), ("TOPIC:nothing", "READ")]  # fmt: skip
+             ("TOPIC:payments", "ALTER"), ("GROUP:orders", "READ"), ("TOPIC:nothing", "READ"),
+             ("TOPIC:orders", "WRITE"), ("TOPIC:pay", "DESCRIBE")]  # fmt: skip
 
 
 def test_the_command_on_the_driver_prints_what_the_spark_plan_prints(
@@ -136,15 +137,16 @@ def test_the_command_on_the_driver_prints_what_the_spark_plan_prints(
 
     data = tmp_path / "data"
     write_random_acls(data)
-    for resource, operation in QUESTIONS:
-        for extra in ([], ["--super-users", "User:bob"], ["--allow-everyone-if-no-acl-found", "true"], ["--at", "120"]):
-            argv = ["pipeline", "who-can", "--metadata-dir", str(data), "--resource", resource,
-                    "--operation", operation, *extra]  # fmt: skip
-            assert job.run_local(build_parser().parse_args(argv)) == 0
-            on_driver = capsys.readouterr().out
-            assert main(argv) == 0
-            assert capsys.readouterr().out == on_driver, (resource, operation, extra)
-            assert "principal/host pair(s) may" in on_driver
+    extras = ([], ["--super-users", "User:bob"], ["--allow-everyone-if-no-acl-found", "true"], ["--at", "120"])
+    for n, (resource, operation) in enumerate(QUESTIONS):  # each question with one of the settings, in turn
+        extra = extras[n % len(extras)]
+        argv = ["pipeline", "who-can", "--metadata-dir", str(data), "--resource", resource,
+                "--operation", operation, *extra]  # fmt: skip
+        assert job.run_local(build_parser().parse_args(argv)) == 0
+        on_driver = capsys.readouterr().out
+        assert main(argv) == 0
+        assert capsys.readouterr().out == on_driver, (resource, operation, extra)
+        assert "principal/host pair(s) may" in on_driver
 
 
 def test_the_command_answers_without_starting_spark(tmp_path: Path) -> None:
