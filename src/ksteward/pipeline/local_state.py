@@ -19,7 +19,7 @@ torn tail, a bad snapshot): rejects are reported, and damage is a ``PartialLogEr
 from __future__ import annotations
 
 import datetime
-import json
+import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
+from ksteward.metadata.records.kafka_json import kafka_uuid
 from ksteward.pipeline.readers.metadata import SNAPSHOT, decode_content, metadata_files
 from ksteward.pipeline.state import StateUnavailableError, Target
 
@@ -46,14 +47,18 @@ _END = "end"
 
 
 class _Record(NamedTuple):
-    """A decoded record row's fields that the state needs."""
+    """A decoded record row's fields that the state needs (``payload``: the decoded record)."""
 
     source_file: str
     snapshot: bool
     offset: int
     batch_timestamp: datetime.datetime
     record_type: str
-    payload: str
+    payload: Any
+
+
+def _keep(record: Any) -> Any:
+    return record
 
 
 class AclRow(NamedTuple):
@@ -85,7 +90,8 @@ def local_acls(
     files = metadata_files(text.removeprefix("file://"))
     if sum(f.stat().st_size for f in files) > max_bytes:
         return None
-    rows = [row for f in files for row in decode_content(str(f), f.read_bytes())]
+    # The records themselves as payloads: the ACL fields are read from them, not from their JSON.
+    rows = [row for f in files for row in decode_content(str(f), f.read_bytes(), _keep)]
     if any(row[_REASON] is not None for row in rows):
         return None  # rejects and damage: the Spark reader reports them
     records = [
@@ -189,32 +195,28 @@ def _without_unfinished_transactions(records: list[_Record]) -> list[_Record]:
 
 
 def _acls(records: Iterable[_Record]) -> list[AclRow]:
-    """The last ACL record per id, by offset, when it creates the ACL (``state._acls``)."""
-    latest: dict[str, tuple[int, str, dict[str, Any]]] = {}
+    """The last ACL record per id, by offset, when it creates the ACL (``state._acls``; ids in Kafka's text)."""
+    latest: dict[str, _Record] = {}
     for r in records:
         if r.record_type not in _ACL_TYPES:
             continue
-        data = json.loads(r.payload).get("data") or {}
-        acl_id = str(data.get("id"))
+        acl_id = kafka_uuid(r.payload.id)
         seen = latest.get(acl_id)
-        if seen is None or r.offset >= seen[0]:
-            latest[acl_id] = (r.offset, r.record_type, data)
-    return [
-        AclRow(
-            acl_id,
-            _name(ResourceType, data.get("resourceType")),
-            str(data.get("resourceName")),
-            _name(PatternType, data.get("patternType")),
-            str(data.get("principal")),
-            str(data.get("host")),
-            _name(AclOperation, data.get("operation")),
-            _name(AclPermissionType, data.get("permissionType")),
-        )
-        for acl_id, (_, record_type, data) in latest.items()
-        if record_type == "AccessControlEntryRecord"
-    ]
+        if seen is None or r.offset >= seen.offset:
+            latest[acl_id] = r
+    rows = []
+    for acl_id, r in latest.items():
+        if r.record_type == "AccessControlEntryRecord":
+            acl = r.payload
+            rows.append(AclRow(
+                acl_id, _name(ResourceType, acl.resource_type), acl.resource_name, _name(PatternType, acl.pattern_type),
+                acl.principal, acl.host, _name(AclOperation, acl.operation),
+                _name(AclPermissionType, acl.permission_type),
+            ))  # fmt: skip
+    return rows
 
 
+@functools.cache
 def _name(enum: type[ResourceType | PatternType | AclOperation | AclPermissionType], code: Any) -> str:
     """``state._enum_name``: the member's name, UNKNOWN for a code that is not one."""
     try:

@@ -70,14 +70,33 @@ def _value(value: Any, kafka_type: str | None, array: bool) -> Any:
     raise TypeError(f"cannot render {type(value).__name__} as Kafka JSON")
 
 
+#: Per entity class, each field's (attribute, JSON name, kafka_type, is an array, tagged, its default): what
+#: ``entity_json`` needs of a field, worked out once per class instead of once per record (a pipeline task
+#: renders every record of a log).
+_FieldPlan = tuple[tuple[str, str, str | None, bool, bool, Any], ...]
+_PLANS: dict[type, _FieldPlan] = {}
+
+
+def _plan(cls: type) -> _FieldPlan:
+    plan = tuple(
+        (f.name, camel_case(f.name), f.metadata.get("kafka_type"), _is_array(f.type), "tag" in f.metadata,
+         field_default(f) if "tag" in f.metadata else None)
+        for f in fields(cls)
+    )  # fmt: skip
+    _PLANS[cls] = plan
+    return plan
+
+
 def entity_json(entity: Any) -> dict[str, Any]:
     """One kio entity (record, nested struct or control message) as Kafka's JSON object."""
+    cls = type(entity)
+    plan = _PLANS.get(cls) or _plan(cls)
     out: dict[str, Any] = {}
-    for f in fields(entity):
-        value = getattr(entity, f.name)
-        if "tag" in f.metadata and value == field_default(f):
+    for attribute, name, kafka_type, array, tagged, default in plan:
+        value = getattr(entity, attribute)
+        if tagged and value == default:
             continue
-        out[camel_case(f.name)] = _value(value, f.metadata.get("kafka_type"), _is_array(f.type))
+        out[name] = _value(value, kafka_type, array)
     return out
 
 

@@ -68,7 +68,7 @@ import functools
 import json
 import re
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -312,8 +312,17 @@ def _decode_rows(names: dict[str, str], rows: Iterable[Row]) -> Iterator[_Item]:
         yield from decode_content(names.get(row.path, row.path), row.content)
 
 
-def decode_content(source: str, data: bytes | bytearray) -> Iterator[_Item]:
-    """The records, rejects and end of one segment or snapshot file, given its bytes (what one task does)."""
+def payload_json(record: Any) -> str:
+    """A decoded record's ``payload`` column: its Kafka JSON with secrets hidden (``configs.sensitive``)."""
+    return json.dumps(redacted_record_json(record), separators=(",", ":"))
+
+
+def decode_content(
+    source: str, data: bytes | bytearray, render: Callable[[Any], Any] = payload_json
+) -> Iterator[_Item]:
+    """The records, rejects and end of one segment or snapshot file, given its bytes (what one task does).
+
+    ``render`` makes a record's ``payload`` (``payload_json``; ``pipeline.local_state`` keeps the record itself)."""
     snapshot: tuple[int, int] | None = None
     name = source.rsplit("/", 1)[-1]
     if name.endswith(".checkpoint"):
@@ -326,11 +335,14 @@ def decode_content(source: str, data: bytes | bytearray) -> Iterator[_Item]:
             yield _reject(source, 0, f"snapshot rejected: {exc}", note=_BAD_SNAPSHOT)
             return
         snapshot = (parsed[0] - 1, parsed[1])
-    yield from _decode_batches(source, buffer_batches(data), snapshot)
+    yield from _decode_batches(source, buffer_batches(data), snapshot, render)
 
 
 def _decode_batches(
-    source: str, items: Iterator[Batch | TornTail | UnreadableBatch], snapshot: tuple[int, int] | None
+    source: str,
+    items: Iterator[Batch | TornTail | UnreadableBatch],
+    snapshot: tuple[int, int] | None,
+    render: Callable[[Any], Any],
 ) -> Iterator[_Item]:
     kind = SEGMENT if snapshot is None else SNAPSHOT
     snapshot_time = _utc(-1)
@@ -358,12 +370,11 @@ def _decode_batches(
                 if value is None:
                     raise CorruptRecordError("metadata record without a value")
                 record = decode_record(value)
-                rendered = redacted_record_json(record)
+                payload = render(record)
             except (UnknownRecordTypeError, CorruptRecordError) as exc:
                 yield _reject(source, batch.file_position, f"offset {offset}: {exc}", _undecodable(value), _BAD_RECORD)
                 continue
-            payload = json.dumps(rendered, separators=(",", ":"))
-            name, version = _record_type(record), rendered["version"]
+            name, version = _record_type(record), int(record.__version__)
             yield (source, kind, row_offset, base, when, epoch, name, version, payload, None, None, None, None)
     if end is not None and snapshot is None:
         yield (source, kind, end[0], None, None, None, None, None, None, end[1], None, None, _END)
