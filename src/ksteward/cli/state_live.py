@@ -6,7 +6,7 @@
 - topic configs: DescribeConfigs, keeping the entries whose source is DYNAMIC_TOPIC_CONFIG (the topic's own
   overrides, what ``kafka-configs.sh --describe`` lists as non-default); a sensitive one (value hidden) is
   left out with a note;
-- ACLs: DescribeAcls with the match-everything filter (``ksteward.cli.acls.backend``);
+- ACLs: DescribeAcls with the match-everything filter (``ksteward.cli.acls.backend``, :func:`_acls`);
 - client quotas: DescribeClientQuotas (api 48) with no filter, through ksteward's own client because
   confluent-kafka has no quota calls; on a connection that client cannot make (TLS, SCRAM, GSSAPI) the
   section is not read, and a note says so;
@@ -16,9 +16,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from ksteward.authorizer import AclBindingFilter
-from ksteward.cli.acls.backend import open_backend
+from ksteward.authorizer import AclBinding, AclBindingFilter
+from ksteward.cli.acls.backend import WireBackend, open_backend
 from ksteward.cli.admin_common import CommandError, Connection, UsageError
 from ksteward.state.model import QuotaEntity, Resources, ScramUser, TopicSpec
 from ksteward.state.ownership import is_internal_topic
@@ -46,14 +47,24 @@ def read_live(conn: Connection) -> LiveState:
     cluster_id = admin.describe_cluster(request_timeout=TIMEOUT).result(TIMEOUT + 5).cluster_id
     notes: list[str] = []
     topics = _topics(conn, admin, notes)
-    backend = open_backend(conn)
-    try:
-        acls = frozenset(backend.describe(AclBindingFilter.ANY))
-    finally:
-        backend.close()
+    acls = _acls(conn)
     quotas, quotas_read = _quotas(conn, notes)
     scram, scram_read = _scram(conn, notes)
     return LiveState(Resources(topics, acls, quotas, scram), cluster_id, quotas_read, scram_read, notes)
+
+
+def _acls(conn: Connection) -> frozenset[AclBinding]:
+    """Every ACL: through ksteward's own client when the connection allows it (PLAINTEXT, SASL PLAIN), which
+    reads 100,000 ACLs about twice as fast as confluent-kafka's describe_acls plus the conversion of its
+    objects; through confluent-kafka otherwise (TLS, SCRAM, GSSAPI)."""
+    try:
+        backend: Any = WireBackend(conn)
+    except UsageError:
+        backend = open_backend(conn)
+    try:
+        return frozenset(backend.describe(AclBindingFilter.ANY))
+    finally:
+        backend.close()
 
 
 def _topics(conn: Connection, admin: object, notes: list[str]) -> dict[str, TopicSpec]:
