@@ -3,7 +3,7 @@ refusals, blast radius, and the lockout guard of a plan."""
 
 from __future__ import annotations
 
-from ksteward.authorizer import AclBinding, AuthorizerSettings
+from ksteward.authorizer import AclBinding, AuthorizerSettings, PatternType, ResourceType
 from ksteward.cli.plan import plan_lockouts
 from ksteward.state.diff import diff
 from ksteward.state.model import (
@@ -12,8 +12,8 @@ from ksteward.state.model import (
     DesiredState,
     Origin,
     Ownership,
-    ResourceSelector,
     Resources,
+    ResourceSelector,
     ScramUser,
     TopicSpec,
 )
@@ -35,7 +35,7 @@ def state(resources: Resources, ownership: Ownership = OWN, deletion: Deletion =
 
 def test_ownership_selectors() -> None:
     o = Ownership(topic_prefixes=("orders.",), principals=frozenset({"User:app"}),
-                  resources=(ResourceSelector(ResourceType_GROUP, "team-", PREFIXED, None),))  # fmt: skip
+                  resources=(ResourceSelector(ResourceType.GROUP, "team-", PatternType.PREFIXED),))  # fmt: skip
     assert owns_topic(o, "orders.x") and not owns_topic(o, "billing")
     assert not owns_topic(Ownership(all=True), "__consumer_offsets")
     assert owns_acl(o, read("anything", "User:app"))
@@ -46,10 +46,6 @@ def test_ownership_selectors() -> None:
     assert not owns_acl(o, AclBinding("GROUP", "other", "LITERAL", "User:z", "*", "READ", "ALLOW"))
     assert owns_quota(o, (("user", "app"),)) and not owns_quota(o, (("user", None),))
     assert owns_scram_user(o, "app") and not owns_scram_user(o, "bob")
-
-
-ResourceType_GROUP = AclBinding("GROUP", "g", "LITERAL", "User:x", "*", "READ", "ALLOW").resource_type
-PREFIXED = read("x", pattern="PREFIXED").pattern_type
 
 
 def test_resources_outside_ownership_are_never_deleted_even_with_deletion_on() -> None:

@@ -40,8 +40,8 @@ scram_users:
 """
 
 
-def acl(rtype: str, name: str, pattern: str, principal: str, op: str, perm: str = "ALLOW", host: str = "*") -> AclBinding:
-    return AclBinding(rtype, name, pattern, principal, host, op, perm)
+def acl(rtype: str, name: str, pattern: str, who: str, op: str, perm: str = "ALLOW", host: str = "*") -> AclBinding:
+    return AclBinding(rtype, name, pattern, who, host, op, perm)
 
 
 def test_grants_expand_exactly_as_kafka_acls_producer_and_consumer_flags() -> None:
