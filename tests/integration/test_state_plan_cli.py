@@ -227,3 +227,16 @@ def test_detailed_exit_codes(source: KstewardServer, tmp_path: Path) -> None:
     shrink = tmp_path / "shrink.yaml"
     shrink.write_text("ownership: {topic_prefixes: [rt.a]}\ntopics: {rt.a: {partitions: 1}}\n")
     assert "Kafka cannot remove partitions" in ok(cli(source, "plan", str(shrink), "--detailed-exitcode"), 1)
+
+
+def test_policy_verdicts_come_from_validate_only(source: KstewardServer, tmp_path: Path) -> None:
+    file = tmp_path / "policy.yaml"
+    file.write_text("ownership: {topic_prefixes: [pol.]}\ntopics: {pol.a: {partitions: 1, configs: {retention.ms: "
+                    "soon}}, pol.b: {partitions: 1}}\n")  # fmt: skip
+    result = cli(source, "plan", str(file), "--output", "json")
+    doc = json.loads(ok(result, 1))
+    verdicts = {v["resource"]: (v["api"], v["error"]) for v in doc["policy"]}
+    assert verdicts == {"topic pol.a": ("CreateTopics", "INVALID_CONFIG"), "topic pol.b": ("CreateTopics", None)}
+    assert doc["refused"] is True
+    created = confluent_admin(source.bootstrap, ADMIN).list_topics(timeout=10).topics
+    assert "pol.a" not in created and "pol.b" not in created  # validate_only created nothing
