@@ -110,8 +110,8 @@ class RaftVoter(VoterState):
             self._set_kind(StateKind.CANDIDATE, actions)
             self._start_round(now_ms)
         elif stored.leader_id >= 0 and stored.leader_id != self.node_id:
-            self._to_follower(stored.leader_epoch, stored.leader_id, now_ms, actions)
-            self._voted_id = stored.voted_id
+            self._epoch, self._voted_id = stored.leader_epoch, stored.voted_id  # the same epoch keeps the vote
+            self._maybe_transition(stored.leader_id, stored.leader_epoch, now_ms, actions)
         else:
             self._to_unattached(stored.leader_epoch, stored.leader_id, stored.voted_id, now_ms, actions)
         if self.voters == {self.node_id}:  # a quorum of one elects itself at once
