@@ -384,9 +384,7 @@ class RaftVoter(VoterState):
             return
         if not current or self._kind is not StateKind.FOLLOWER or info.epoch != self._epoch:
             return  # e.g. an answer from the old leader after this node became Prospective: nothing is appended
-        if error != ErrorCode.none:
-            self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
-            return
+        # The fetch side handles the rest, errors too (SNAPSHOT_NOT_FOUND ends a download).
         for action in self._fetcher.on_response(info.api_key, response, self.log):
             if isinstance(action, Backoff):
                 self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
@@ -400,8 +398,11 @@ class RaftVoter(VoterState):
             if not isinstance(action, Backoff | HighWatermarkUpdated | LeaderChanged):
                 # The next Fetch is built from the log these actions change: only after the driver did them.
                 self._fetch_deferred = True
-        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
-        self._has_fetched = True
+        if error == ErrorCode.none:
+            self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+            self._has_fetched = True
+        elif not self._fetch_deferred:
+            self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
 
     def _after_leader_fetch(self, actions: list[VoterAction]) -> None:
         if self._kind is StateKind.LEADER:
