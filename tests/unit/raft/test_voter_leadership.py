@@ -411,3 +411,23 @@ def test_a_leader_change_drops_the_download() -> None:
     assert "AbortSnapshotDownload" in [type(a).__name__ for a in h.actions]
     h.tick(h.now)
     assert [s.destination for s in h.sends(ApiKey.FETCH)] == [3]
+
+
+@pytest.mark.parametrize(
+    ("request_epoch", "error"),
+    [(5, ErrorCode.not_leader_or_follower), (4, ErrorCode.fenced_leader_epoch), (6, ErrorCode.unknown_leader_epoch)],
+)
+def test_a_follower_answers_fetch_and_fetch_snapshot_with_the_leader_it_knows(
+    request_epoch: int, error: ErrorCode
+) -> None:
+    """KafkaRaftClientSnapshotTest#testFetchSnapshotRequestAsFollower, #testFetchSnapshotRequestWithOlderEpoch,
+    #testFetchSnapshotRequestWithNewerEpoch; the same checks for Fetch (validateLeaderOnlyRequest)."""
+    h = Harness(state=stored(5, leader=2))
+    body = fetch_request(0, 0, leader_epoch=request_epoch, replica_id=3, cluster_id="test-cluster")
+    data = h.request(ApiKey.FETCH, body, 17).responses[0].partitions[0]
+    assert (data.error_code, data.high_watermark) == (error, -1)
+    assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (2, 5)
+    snapshot = snapshot_request(5, 1, 0, leader_epoch=request_epoch, cluster_id=None)
+    data = h.request(ApiKey.FETCH_SNAPSHOT, snapshot, 1).topics[0].partitions[0]
+    assert (data.error_code, data.current_leader.leader_id, data.current_leader.leader_epoch) == (error, 2, 5)
+    assert h.voter.kind is StateKind.FOLLOWER
