@@ -146,6 +146,14 @@ class VoterState:
         """The leader's Fetch side and progress while this node leads, else None."""
         return self._responder if self._kind is StateKind.LEADER else None
 
+    @property
+    def accepts_writes(self) -> bool:
+        """Leader, and its LeaderChange record is committed: every earlier record is too, so the controller
+        has replayed them all once it applied up to the high watermark (Kafka's ``handleLeaderChange`` on the
+        leader fires only then)."""
+        leader = self.leader
+        return leader is not None and leader.high_watermark > leader.epoch_start_offset
+
     def election_state(self) -> ElectionState:
         """What ``quorum-state`` holds for the current state."""
         return ElectionState(self._epoch, self._leader_id, self._voted_id, tuple(sorted(self.voters)))

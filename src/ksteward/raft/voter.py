@@ -51,7 +51,8 @@ How a driver uses it
   followers alike; it never goes down. ``voter.high_watermark`` holds the latest (-1 unknown).
 
 State for logging and DescribeQuorum: ``kind``, ``epoch``, ``leader_id``, ``voted_id``, ``leader`` (the
-``RaftLeader`` while leading, whose ``describe(now_ms)`` DescribeQuorum reports). ``resign(epoch,
+``RaftLeader`` while leading, whose ``describe(now_ms)`` DescribeQuorum reports), ``accepts_writes`` (leading,
+and the epoch's LeaderChange record committed). ``resign(epoch,
 now_ms)`` gives leadership up; ``begin_shutdown(now_ms, timeout_ms)`` and ``shutdown_complete(now_ms)`` are
 Kafka's graceful shutdown. Errors Kafka treats as fatal raise ``RaftFatalError``. docs/raft.md has the rules.
 """

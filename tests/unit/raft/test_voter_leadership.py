@@ -200,9 +200,9 @@ def test_leader_change_record_then_hw_only_past_it_with_a_majority() -> None:
     h._apply(h.voter.on_log_flushed(h.now))
     assert h.high_watermarks() == [] and leader.high_watermark == -1
     _voter_fetch(h, 2, 9, 1, h.now)  # the follower has the old records only
-    assert h.high_watermarks() == []
+    assert h.high_watermarks() == [] and not h.voter.accepts_writes
     _voter_fetch(h, 2, 10, h.voter.epoch, h.now)
-    assert h.high_watermarks() == [10]
+    assert h.high_watermarks() == [10] and h.voter.accepts_writes
 
 
 def test_leader_emits_became_leader_at_its_log_end() -> None:
