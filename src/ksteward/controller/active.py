@@ -9,6 +9,7 @@ forwarding exists.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,7 +17,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.configs.catalog import ConfigResourceType
-from ksteward.controller.acls import AclControlManager, AclDeletionResult
+from ksteward.controller.acls import AclControlManager, AclDeletionResult, AclTransactionResult, replace_acls
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.delegation_tokens import CreatedToken, DelegationTokenControlManager, TokenExpiry
@@ -41,7 +42,7 @@ from ksteward.controller.reassignment import (
     elect_leaders,
     list_partition_reassignments,
 )
-from ksteward.controller.result import ApiError, ControllerResult
+from ksteward.controller.result import NO_ERROR, ApiError, ControllerResult
 from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -187,6 +188,28 @@ class Controller:
     @_event
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeletionResult]:
         return await self._commit(self.acls.delete_acls(self.writer.latest, filters))
+
+    @_event
+    async def replace_acls(
+        self,
+        creations: Sequence[AclBinding | ApiError],
+        filters: Sequence[AclBindingFilter | ApiError],
+        *,
+        unchanged_since: int,
+        validate_only: bool,
+    ) -> AclTransactionResult:
+        """CreateAcls v4: every creation and deletion in one batch (one fsync, one publish), or nothing; the
+        answer carries the offset of that batch (docs/acl-transactions.md)."""
+        result = replace_acls(self.writer.latest, creations, filters, unchanged_since=unchanged_since)
+        response = result.response
+        applies = bool(result.records) and not validate_only and response.error.code == NO_ERROR.code
+        durable = self.writer.append(list(result.records)) if applies else None
+        report = self.on_event_processed
+        if report is not None:
+            report((self.timer() - self._event_started) * 1000)
+        if durable is None:
+            return response
+        return dataclasses.replace(response, changed_at=await durable)
 
     @_event
     async def alter_client_quotas(

@@ -204,6 +204,10 @@ class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
     by_name: Mapping[tuple[ResourceType, str], Mapping[AclBinding, uuid.UUID | None]] = field(
         default_factory=immutables.Map
     )
+    #: The offset of the last batch that changed the ACLs, or at least that offset: a replay of several batches
+    #: as one delta (a broker's catch-up, a restart) stamps the last of them. -1 when no ACL ever changed. The
+    #: CreateAcls v4 precondition compares it (docs/acl-transactions.md).
+    changed_at: int = field(default=-1, compare=False)
 
     def matching(self, acl_filter: AclBindingFilter) -> list[tuple[AclBinding, uuid.UUID | None]]:
         """The (ACL, id) pairs of ``by_binding`` that ``acl_filter`` matches."""
