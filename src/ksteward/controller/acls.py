@@ -255,8 +255,9 @@ def _transaction(
         RemoveAccessControlEntryRecord(id=acl_id) for acl_id in removed
     ]
     taken: set[uuid.UUID] = set()
+    stored = image.acls.records  # the persistent map itself: a membership test in C, not Mapping's Python path
     for acl in new:
-        acl_id = random_uuid(image.acls, taken)
+        acl_id = random_uuid(stored, taken)
         taken.add(acl_id)
         records.append(_record(acl_id, acl))
     result = AclTransactionResult(NO_ERROR, created=len(new), deleted=len(removed), changed_at=image.acls.changed_at)
