@@ -37,7 +37,7 @@ from bench._harness.cluster import broker_node, controller_node, new_cluster_id
 from bench._harness.report import table, warn
 from bench._harness.runner import Benchmark, parser
 from ksteward.authorizer import AclBinding
-from ksteward.cli.acl_apply import AclChange, apply_atomically, creation_values, exact_filter_values
+from ksteward.cli.acl_apply import AclChange, apply_atomically
 from ksteward.cli.admin_client import AdminClient
 
 GOAL_PLAN_S, GOAL_APPLY_S = 10.0, 20.0
@@ -100,9 +100,7 @@ def plan_and_apply(bootstrap: str, desired: list[AclBinding], phases: Phases) ->
         change = phases.run("plan: diff", diff)
 
         def validate() -> tuple[int, int, int]:
-            return client.acl_transaction([creation_values(a) for a in change.create],
-                                          [exact_filter_values(a) for a in change.delete],
-                                          unchanged_since=planned_at, validate_only=True)  # fmt: skip
+            return client.replace_acls(change.create, change.delete, unchanged_since=planned_at, validate_only=True)
 
         phases.run("plan: validate", validate)
         applied = phases.run("apply", lambda: apply_atomically(client, change, lambda _: None))

@@ -80,10 +80,8 @@ def apply_atomically(client: Any, change: AclChange, report: Report) -> AclApply
     result = AclApplyResult("atomic")
     if change.empty:
         return result
-    creations = [creation_values(a) for a in change.create]
-    deletions = [exact_filter_values(a) for a in change.delete]
     try:
-        created, deleted, offset = client.acl_transaction(creations, deletions, unchanged_since=change.planned_at)
+        created, deleted, offset = client.replace_acls(change.create, change.delete, unchanged_since=change.planned_at)
     except AdminError as exc:
         if exc.code == _INVALID_UPDATE_VERSION:
             raise PreconditionFailed(f"the ACLs changed since the plan: {exc}") from None
