@@ -37,7 +37,7 @@ from bench._harness.cluster import broker_node, controller_node, new_cluster_id
 from bench._harness.report import table, warn
 from bench._harness.runner import Benchmark, parser
 from ksteward.authorizer import AclBinding
-from ksteward.cli.acl_apply import AclChange, apply_atomically
+from ksteward.cli.acl_apply import AclDelta, apply_atomically
 from ksteward.cli.admin_client import AdminClient
 
 GOAL_PLAN_S, GOAL_APPLY_S = 10.0, 20.0
@@ -92,9 +92,9 @@ def plan_and_apply(bootstrap: str, desired: list[AclBinding], phases: Phases) ->
 
         live, planned_at = phases.run("plan: read", read)
 
-        def diff() -> AclChange:
+        def diff() -> AclDelta:
             wanted = set(desired)
-            return AclChange(tuple(a for a in desired if a not in live), tuple(a for a in live if a not in wanted),
+            return AclDelta(tuple(a for a in desired if a not in live), tuple(a for a in live if a not in wanted),
                              planned_at)  # fmt: skip
 
         change = phases.run("plan: diff", diff)
@@ -134,7 +134,7 @@ async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
 async def _measure(p: Params, bootstrap: str) -> dict[str, Any]:
     def load() -> None:
         with AdminClient(bootstrap, timeout=300) as client:
-            apply_atomically(client, AclChange(tuple(acls("old", p.acls))), lambda _: None)
+            apply_atomically(client, AclDelta(tuple(acls("old", p.acls))), lambda _: None)
 
     began = time.perf_counter()
     await asyncio.to_thread(load)

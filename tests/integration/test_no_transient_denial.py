@@ -18,7 +18,7 @@ from clients import Auth, confluent_admin
 from harness import KstewardServer, wait_for
 
 from ksteward.authorizer import AclBinding
-from ksteward.cli.acl_apply import AclChange, apply_atomically, apply_in_safe_order
+from ksteward.cli.acl_apply import AclDelta, apply_atomically, apply_in_safe_order
 from ksteward.cli.acls.backend import ConfluentBackend
 from ksteward.cli.admin_client import AdminClient
 from ksteward.cli.admin_common import Connection
@@ -75,7 +75,7 @@ def setup(server_factory: Callable[..., KstewardServer]) -> Iterator[tuple[Kstew
     for future in admin.create_topics([NewTopic("orders", 1, 1)]).values():
         future.result(timeout=30)
     with AdminClient(node.bootstrap, sasl_plain=("admin", "admin-secret")) as client:
-        apply_atomically(client, AclChange(create=(LITERAL,)), lambda _: None)
+        apply_atomically(client, AclDelta(create=(LITERAL,)), lambda _: None)
     reader = Reader(node.bootstrap)
     reader.thread.start()
     try:
@@ -99,14 +99,14 @@ def test_atomic_and_safe_order_deny_nothing_where_delete_then_create_does(
         for _ in range(CYCLES):
             old, current = _swap(current)
             _, planned_at = client.describe_acls_at(ALICES_TOPIC_ACLS)
-            apply_atomically(client, AclChange((current,), (old,), planned_at), lambda _: None)
+            apply_atomically(client, AclDelta((current,), (old,), planned_at), lambda _: None)
     atomic_reads = reader.allowed["atomic"] + reader.denied["atomic"]
 
     reader.enter("safe-order")
     backend = ConfluentBackend(Connection(node.bootstrap, False, ADMIN_PROPERTIES))
     for _ in range(CYCLES):
         old, current = _swap(current)
-        apply_in_safe_order(backend, AclChange((current,), (old,)), lambda _: None)
+        apply_in_safe_order(backend, AclDelta((current,), (old,)), lambda _: None)
     safe_reads = reader.allowed["safe-order"] + reader.denied["safe-order"]
 
     reader.enter("naive")

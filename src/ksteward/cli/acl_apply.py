@@ -33,7 +33,7 @@ class PreconditionFailed(CommandError):
 
 
 @dataclass(frozen=True, slots=True)
-class AclChange:
+class AclDelta:
     """ACLs to create and ACLs to delete (whole bindings), and the metadata offset the ACLs were read at for the
     plan (DescribeAcls v4's ``MetadataOffset``; -1 when the plan was read from a server without it)."""
 
@@ -72,7 +72,7 @@ def exact_filter_values(acl: AclBinding) -> dict[str, Any]:
             "operation": int(acl.operation), "permission_type": int(acl.permission_type)}  # fmt: skip
 
 
-def apply_atomically(client: Any, change: AclChange, report: Report) -> AclApplyResult:
+def apply_atomically(client: Any, change: AclDelta, report: Report) -> AclApplyResult:
     """One CreateAcls v4 through ``client`` (an ``admin_client.AdminClient``); raises :class:`PreconditionFailed`
     when the ACLs changed after ``change.planned_at``, :class:`CommandError` for any other refusal."""
     from ksteward.cli.admin_client import AdminError
@@ -98,9 +98,7 @@ def _chunks(items: Sequence[AclBinding], size: int) -> list[Sequence[AclBinding]
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def apply_in_safe_order(
-    backend: AclBackend, change: AclChange, report: Report, *, chunk: int = CHUNK
-) -> AclApplyResult:
+def apply_in_safe_order(backend: AclBackend, change: AclDelta, report: Report, *, chunk: int = CHUNK) -> AclApplyResult:
     """Every creation, then every deletion, through ``backend`` (confluent-kafka for real Kafka); each request is
     reported once done. A failure stops at once: what was done is reported, and the rights created so far
     only add to what clients had."""

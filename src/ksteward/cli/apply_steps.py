@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ksteward.cli.acl_apply import AclApplyResult, AclChange, apply_atomically, apply_in_safe_order
+from ksteward.cli.acl_apply import AclApplyResult, AclDelta, apply_atomically, apply_in_safe_order
 from ksteward.cli.admin_common import CommandError, Connection, confluent_admin, describe_kafka_error
 from ksteward.cli.configs_entities import ScramUpsert
 
@@ -81,7 +81,7 @@ class Changes:
     configs: tuple[ConfigChange, ...] = ()
     quotas: tuple[QuotaChange, ...] = ()
     scram: tuple[ScramChange, ...] = ()
-    acls: AclChange = field(default_factory=AclChange)
+    acls: AclDelta = field(default_factory=AclDelta)
     delete_topics: tuple[str, ...] = ()
 
     @property
@@ -166,7 +166,7 @@ def _delete_topics(conn: Connection, names: Sequence[str], note: Report) -> None
             note(f"topic {name}: deleted")
 
 
-def apply_acls(conn: Connection, change: AclChange, *, atomic: bool, note: Report) -> AclApplyResult:
+def apply_acls(conn: Connection, change: AclDelta, *, atomic: bool, note: Report) -> AclApplyResult:
     """The ACL step: CreateAcls v4 when ``atomic`` (the caller checked the server serves it), else the safe
     order through confluent-kafka (or ksteward's client where confluent-kafka cannot express an ACL)."""
     from ksteward.cli.acls.backend import needs_wire, open_backend
