@@ -94,6 +94,22 @@ def apply_atomically(client: Any, change: AclDelta, report: Report) -> AclApplyR
     return result
 
 
+def check_precondition(client: Any, change: AclDelta) -> None:
+    """CreateAcls v4 with ``validate_only``: raises :class:`PreconditionFailed` if an ACL changed after
+    ``change.planned_at``, and checks every entry, writing nothing. ``ksteward apply`` runs it before its first
+    step, so a stale plan changes nothing at all (not even its topics)."""
+    from ksteward.cli.admin_client import AdminError
+
+    if change.planned_at < 0:
+        return
+    try:
+        client.replace_acls(change.create, change.delete, unchanged_since=change.planned_at, validate_only=True)
+    except AdminError as exc:
+        if exc.code == _INVALID_UPDATE_VERSION:
+            raise PreconditionFailed(f"the ACLs changed since the plan: {exc}") from None
+        raise CommandError(f"the ACL change would be refused, nothing was applied: {exc}") from None
+
+
 def _chunks(items: Sequence[AclBinding], size: int) -> list[Sequence[AclBinding]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 

@@ -13,8 +13,10 @@ destructive last, so that nothing a client uses disappears before what replaces 
 7. topics to delete, last: every ACL that named them has already changed.
 
 Each step is one request per kind (one per entity where the API takes one entity) and is reported when done.
-The first failure stops the apply: what was done stays done and is reported, nothing after it is tried, and a
-second ``ksteward apply`` of the same file finishes the job (every step is idempotent against the plan it makes).
+On ksteward the ACL change's precondition (no ACL changed since the plan) is checked first, with CreateAcls v4
+``validate_only``, so a stale plan changes nothing at all; the ACL step itself carries it again. The first failure
+stops the apply: what was done stays done and is reported, nothing after it is tried, and a second ``ksteward
+apply`` of the same file finishes the job (every step is idempotent against the plan it makes).
 """
 
 from __future__ import annotations
@@ -23,9 +25,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ksteward.cli.acl_apply import AclApplyResult, AclDelta, apply_atomically, apply_in_safe_order
-from ksteward.cli.admin_common import CommandError, Connection, confluent_admin, describe_kafka_error
+from ksteward.cli.acl_apply import (
+    AclApplyResult,
+    AclDelta,
+    apply_atomically,
+    apply_in_safe_order,
+    check_precondition,
+)
+from ksteward.cli.admin_common import CommandError, Connection, UsageError, confluent_admin, describe_kafka_error
 from ksteward.cli.configs_entities import ScramUpsert
+from ksteward.state.model import Action, Plan
 
 TIMEOUT = 60.0
 Report = Callable[[str], None]
@@ -140,10 +149,12 @@ def _configs(conn: Connection, changes: Sequence[ConfigChange], note: Report) ->
 
 
 def _quotas(conn: Connection, changes: Sequence[QuotaChange], note: Report) -> None:
-    from ksteward.cli.configs_backend import alter_quotas
+    from ksteward.cli.configs_backend import QUOTA_ENTITY_TYPES, alter_quotas
 
+    entity_types = {wire: flag for flag, wire in QUOTA_ENTITY_TYPES.items()}  # "user" -> "users", as the flags
     for q in changes:
-        alter_quotas(conn, [t for t, _ in q.entity], [n for _, n in q.entity], dict(q.sets), list(q.deletes))
+        alter_quotas(conn, [entity_types[t] for t, _ in q.entity], [n for _, n in q.entity], dict(q.sets),
+                     list(q.deletes))  # fmt: skip
         who = ", ".join(f"{t}={n or '<default>'}" for t, n in q.entity)
         note(f"quota {who}: {len(q.sets)} set, {len(q.deletes)} removed")
 
@@ -190,6 +201,11 @@ def execute(conn: Connection, changes: Changes, *, atomic_acls: bool, report: Re
         outcome.steps.append(line)
         report(line)
 
+    if atomic_acls and not changes.acls.empty:
+        from ksteward.cli.admin_common import ksteward_admin
+
+        with ksteward_admin(conn) as client:  # a stale plan stops here, before its first step
+            check_precondition(client, changes.acls)
     _create_topics(conn, changes.create_topics, note)
     _add_partitions(conn, changes.add_partitions, note)
     _configs(conn, changes.configs, note)
@@ -201,3 +217,51 @@ def execute(conn: Connection, changes: Changes, *, atomic_acls: bool, report: Re
     _scram(conn, [s for s in changes.scram if not s.upserts], note)
     _delete_topics(conn, changes.delete_topics, note)
     return outcome
+
+
+# --- from a plan (ksteward.state.model.Plan) ---------------------------------------------------------------
+
+
+def _password(env: str | None, user: str, mechanism: str) -> str:
+    import os
+
+    if not env:
+        raise UsageError(f"SCRAM user {user} ({mechanism}): the file names no password_env to read its password from")
+    value = os.environ.get(env)
+    if value is None:
+        raise UsageError(f"SCRAM user {user} ({mechanism}): environment variable {env} is not set")
+    return value
+
+
+def changes_from_plan(plan: Plan) -> Changes:
+    """The executor's steps for ``plan``. A SCRAM password is read from its environment variable here, before
+    anything is applied, so a missing one stops the apply with nothing done."""
+    creates, increases, configs, deletes = [], [], [], []
+    for t in plan.topics:
+        if t.action is Action.CREATE:
+            creates.append(TopicCreate(t.name, t.partitions_after or 1, t.replication_factor or -1,
+                                       dict(t.configs_set)))  # fmt: skip
+        elif t.action is Action.DELETE:
+            deletes.append(t.name)
+        else:
+            if t.partitions_after is not None and t.partitions_after != t.partitions_before:
+                increases.append(PartitionIncrease(t.name, t.partitions_after))
+            if t.configs_set or t.configs_deleted:
+                configs.append(ConfigChange("topics", t.name, dict(t.configs_set), tuple(t.configs_deleted)))
+    quotas = [
+        QuotaChange(tuple((kind, name or "") for kind, name in q.entity), dict(q.set), tuple(q.removed))
+        for q in plan.quotas
+    ]
+    scram: dict[str, tuple[list[ScramUpsert], list[str]]] = {}
+    for s in plan.scram:
+        ups, dels = scram.setdefault(s.user, ([], []))
+        if s.action is Action.DELETE:
+            dels.append(s.mechanism)
+        else:
+            ups.append(ScramUpsert(s.mechanism, s.iterations or 4096, _password(s.password_env, s.user, s.mechanism)))
+    offset = plan.precondition.metadata_offset
+    acls = AclDelta(tuple(plan.acl_bindings_to_create()), tuple(plan.acl_bindings_to_delete()),
+                    -1 if offset is None else offset)  # fmt: skip
+    return Changes(tuple(creates), tuple(increases), tuple(configs), tuple(quotas),
+                   tuple(ScramChange(u, tuple(ups), tuple(dels)) for u, (ups, dels) in scram.items()), acls,
+                   tuple(deletes))  # fmt: skip
