@@ -3,8 +3,7 @@ every kind of step in the safe order, the precondition (a stale plan changes not
 forced, a refused plan, a missing SCRAM password, and no confirmation without a terminal.
 
 The plans here are built by hand (``ksteward.state.model.Plan``) and handed to ``cli.apply.apply`` in this
-process, so that each test names exactly what the executor must do; ``test_state_roundtrip.py`` drives the whole
-command, plan included."""
+process, so that each test names exactly what the executor must do."""
 
 from __future__ import annotations
 
