@@ -8,13 +8,16 @@ a cluster that holds 100,000 ACLs, with the time of each phase and the peak memo
    ``ksteward cluster up`` makes them. The broker is the bootstrap server: every write is forwarded to the
    controller in an Envelope.
 2. The cluster is loaded with ``--acls`` ACLs (``old-<i>`` topics, 100 principals; one CreateAcls v4), then
-   the file is written: the same number of ACLs, ALL different (``new-<i>`` topics), so the plan holds
-   ``--acls`` creations and ``--acls`` deletions, the largest change such a file can make.
-3. ``plan``, phase by phase, in this process: **read** (the live ACLs, with DescribeAcls v4, and the metadata
-   offset they were read at), **diff** (the file against them), **validate** (the lockout guard, and CreateAcls v4
-   with ``validate_only``: every entry checked by the controller, nothing written).
-4. ``apply``: the plan's change as ONE CreateAcls v4 with the plan's offset as its precondition (one metadata
-   batch). Then a second plan must find nothing to do.
+   the file is written (``state.fileformat.dump``, owning everything, ACL deletion on): the same number of ACLs,
+   ALL different (``new-<i>`` topics), so the plan holds ``--acls`` creations and ``--acls`` deletions, the
+   largest change such a file can make.
+3. ``plan``, phase by phase, in this process, with the code ``ksteward plan`` runs: **read file** (parse the
+   YAML, ``state.fileformat``), **read cluster** (the live ACLs, with DescribeAcls v4, and the metadata offset they
+   were read at), **diff** (``state.diff``), **validate** (CreateAcls v4 with ``validate_only``: every entry checked
+   by the controller, nothing written).
+4. ``apply``, with the code ``ksteward apply`` runs (``cli.apply_steps.execute``): the precondition check, then
+   the plan's change as ONE CreateAcls v4 with the plan's offset as its precondition (one metadata batch). Then a
+   second plan must find nothing to do.
 
 Peak memory: this process's ``ru_maxrss`` after each phase (the planner's side), and the controller's and the
 broker's ``VmHWM`` at the end. Prints a table and writes ``bench/results/state.json``, with the 1-minute load
@@ -39,6 +42,11 @@ from bench._harness.runner import Benchmark, parser
 from ksteward.authorizer import AclBinding
 from ksteward.cli.acl_apply import AclDelta, apply_atomically
 from ksteward.cli.admin_client import AdminClient
+from ksteward.cli.admin_common import Connection
+from ksteward.cli.apply_steps import changes_from_plan, execute
+from ksteward.state.diff import diff
+from ksteward.state.fileformat import dump, parse
+from ksteward.state.model import Deletion, Ownership, Plan, Precondition, Resources
 
 GOAL_PLAN_S, GOAL_APPLY_S = 10.0, 20.0
 PRINCIPALS = 100
@@ -83,31 +91,34 @@ class Phases:
         return round(sum(r["s"] for r in self.rows if r["phase"] in names), 3)
 
 
-def plan_and_apply(bootstrap: str, desired: list[AclBinding], phases: Phases) -> dict[str, Any]:
+def plan_and_apply(bootstrap: str, state_file: Path, phases: Phases) -> dict[str, Any]:
+    """``ksteward plan`` then ``ksteward apply``, phase by phase, with the code those commands run."""
+    conn = Connection(bootstrap, False, {})
     with AdminClient(bootstrap, timeout=300) as client:
+        desired = phases.run("plan: read file", lambda: parse(state_file.read_text()))
 
-        def read() -> tuple[set[AclBinding], int]:
+        def read() -> tuple[Resources, int]:
             listed, offset = client.describe_acls_at(ALL_ACLS)
-            return {AclBinding(*a) for a in listed}, offset
+            return Resources(acls=frozenset(AclBinding(*a) for a in listed)), offset
 
-        live, planned_at = phases.run("plan: read", read)
+        live, planned_at = phases.run("plan: read cluster", read)
 
-        def diff() -> AclDelta:
-            wanted = set(desired)
-            return AclDelta(tuple(a for a in desired if a not in live), tuple(a for a in live if a not in wanted),
-                             planned_at)  # fmt: skip
+        def plan_diff() -> Plan:
+            plan = diff(desired, live, None)
+            plan.precondition = Precondition(metadata_offset=planned_at)
+            return plan
 
-        change = phases.run("plan: diff", diff)
-
-        def validate() -> tuple[int, int, int]:
-            return client.replace_acls(change.create, change.delete, unchanged_since=planned_at, validate_only=True)
-
-        phases.run("plan: validate", validate)
-        applied = phases.run("apply", lambda: apply_atomically(client, change, lambda _: None))
-    with AdminClient(bootstrap, timeout=300, min_metadata_offset=applied.offset) as again:
-        listed, _ = again.describe_acls_at(ALL_ACLS)
-    left = {AclBinding(*a) for a in listed} ^ set(desired)
-    return {"created": applied.created, "deleted": applied.deleted, "differences_after": len(left)}
+        plan = phases.run("plan: diff", plan_diff)
+        create, delete = plan.acl_bindings_to_create(), plan.acl_bindings_to_delete()
+        phases.run("plan: validate", lambda: client.replace_acls(create, delete, unchanged_since=planned_at,
+                                                                 validate_only=True))  # fmt: skip
+    outcome = phases.run("apply", lambda: execute(conn, changes_from_plan(plan), atomic_acls=True,
+                                                  report=lambda _: None))  # fmt: skip
+    assert outcome.acls is not None
+    with AdminClient(bootstrap, timeout=300, min_metadata_offset=outcome.acls.offset) as client:
+        listed, _ = client.describe_acls_at(ALL_ACLS)
+        second = diff(desired, Resources(acls=frozenset(AclBinding(*a) for a in listed)), None)
+    return {"created": outcome.acls.created, "deleted": outcome.acls.deleted, "changes_after": len(second.acls)}
 
 
 async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
@@ -119,7 +130,7 @@ async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
         await controller.wait_ready(60)
         await broker.spawn()
         await broker.wait_ready(120)
-        result = await _measure(p, broker.bootstrap)
+        result = await _measure(p, broker.bootstrap, workdir)
         result["server_peak_rss_mib"] = {"controller": controller.status_kib("VmHWM") // 1024,
                                          "broker": broker.status_kib("VmHWM") // 1024}  # fmt: skip
         await broker.stop()
@@ -131,7 +142,7 @@ async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
     return result
 
 
-async def _measure(p: Params, bootstrap: str) -> dict[str, Any]:
+async def _measure(p: Params, bootstrap: str, workdir: Path) -> dict[str, Any]:
     def load() -> None:
         with AdminClient(bootstrap, timeout=300) as client:
             apply_atomically(client, AclDelta(tuple(acls("old", p.acls))), lambda _: None)
@@ -140,17 +151,20 @@ async def _measure(p: Params, bootstrap: str) -> dict[str, Any]:
     await asyncio.to_thread(load)
     load_s = round(time.perf_counter() - began, 1)
     print(f"  loaded {p.acls:,} ACLs in {load_s}s")
-    desired = acls("new", p.acls)
+    state_file = workdir / "state.yaml"
+    wanted = Resources(acls=frozenset(acls("new", p.acls)))
+    state_file.write_text(dump(wanted, Ownership(all=True), Deletion(acls=True)))
     phases = Phases()
-    result = await asyncio.to_thread(plan_and_apply, bootstrap, desired, phases)
-    plan_s, apply_s = phases.total("plan: read", "plan: diff", "plan: validate"), phases.total("apply")
+    result = await asyncio.to_thread(plan_and_apply, bootstrap, state_file, phases)
+    plan_s = phases.total("plan: read file", "plan: read cluster", "plan: diff", "plan: validate")
+    apply_s = phases.total("apply")
     rows = [*phases.rows, {"phase": "plan (total)", "s": plan_s}, {"phase": "apply (total)", "s": apply_s}]
     print(table(f"plan and apply of {p.acls:,} ACLs against {p.acls:,} ({result['created']:,} created, "
                 f"{result['deleted']:,} deleted)", [("phase", "phase"), ("seconds", "s"),
                                                      ("planner peak RSS MiB", "peak_rss_mib")], rows))  # fmt: skip
     problems = []
-    if result["differences_after"]:
-        problems.append(f"{result['differences_after']} ACLs differ from the file after apply")
+    if result["changes_after"]:
+        problems.append(f"a second plan still finds {result['changes_after']} ACL changes")
     if p.acls >= 100_000 and plan_s > GOAL_PLAN_S:
         problems.append(f"plan took {plan_s}s, the goal is {GOAL_PLAN_S}s")
     if p.acls >= 100_000 and apply_s > GOAL_APPLY_S:

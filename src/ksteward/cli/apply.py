@@ -124,8 +124,23 @@ def apply(args: argparse.Namespace, planner: tuple[Planner, Renderer] | None = N
     atomic = not args.safe_order and _serves_acl_transactions(conn)
     report = (lambda line: print(f"  {line}", flush=True)) if text else (lambda _line: None)
     outcome = execute(conn, changes, atomic_acls=atomic, report=report)  # PreconditionFailed says "Plan again."
+    _record(args.file, plan, outcome, report)
     _done(plan, outcome, text)
     return EXIT_OK
+
+
+def _record(state_file: str, plan: Plan, outcome: Outcome, report: Callable[[str], None]) -> None:
+    """The last-apply record beside the file (``ksteward.state.record``): what this apply made the owned part of
+    the cluster, so that the next plan tells a change in the file from drift made outside the tool."""
+    from ksteward.state.model import AppliedRecord
+    from ksteward.state.record import save_record
+
+    cluster_id = plan.precondition.cluster_id
+    if cluster_id is None:
+        return
+    offset = outcome.acls.offset if outcome.acls is not None else plan.precondition.metadata_offset
+    path = save_record(state_file, AppliedRecord(cluster_id, plan.desired_owned, offset))
+    report(f"recorded what was applied in {path}")
 
 
 def _count(plan: Plan) -> int:
