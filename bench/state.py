@@ -76,15 +76,22 @@ def rss_mib() -> float:
 
 
 class Phases:
-    """Each phase's wall time and this process's peak RSS once it is done."""
+    """Each phase's wall time, the CPU seconds this process and the servers used in it, and this process's peak
+    RSS once it is done (``server_cpu``: the controller's and the broker's CPU seconds so far)."""
 
-    def __init__(self) -> None:
+    def __init__(self, server_cpu: Callable[[], tuple[float, float]]) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.server_cpu = server_cpu
 
     def run(self, name: str, step: Callable[[], T]) -> T:
-        began = time.perf_counter()
+        began, cpu, (controller, broker) = time.perf_counter(), time.process_time(), self.server_cpu()
         result = step()
-        self.rows.append({"phase": name, "s": round(time.perf_counter() - began, 3), "peak_rss_mib": round(rss_mib())})
+        controller_after, broker_after = self.server_cpu()
+        self.rows.append({"phase": name, "s": round(time.perf_counter() - began, 3),
+                          "planner_cpu_s": round(time.process_time() - cpu, 2),
+                          "controller_cpu_s": round(controller_after - controller, 2),
+                          "broker_cpu_s": round(broker_after - broker, 2),
+                          "peak_rss_mib": round(rss_mib())})  # fmt: skip
         return result
 
     def total(self, *names: str) -> float:
@@ -130,7 +137,7 @@ async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
         await controller.wait_ready(60)
         await broker.spawn()
         await broker.wait_ready(120)
-        result = await _measure(p, broker.bootstrap, workdir)
+        result = await _measure(p, broker.bootstrap, workdir, lambda: (controller.cpu_seconds(), broker.cpu_seconds()))
         result["server_peak_rss_mib"] = {"controller": controller.status_kib("VmHWM") // 1024,
                                          "broker": broker.status_kib("VmHWM") // 1024}  # fmt: skip
         await broker.stop()
@@ -142,7 +149,9 @@ async def section_acls(p: Params, workdir: Path) -> dict[str, Any]:
     return result
 
 
-async def _measure(p: Params, bootstrap: str, workdir: Path) -> dict[str, Any]:
+async def _measure(
+    p: Params, bootstrap: str, workdir: Path, server_cpu: Callable[[], tuple[float, float]]
+) -> dict[str, Any]:
     def load() -> None:
         with AdminClient(bootstrap, timeout=300) as client:
             apply_atomically(client, AclDelta(tuple(acls("old", p.acls))), lambda _: None)
@@ -154,13 +163,16 @@ async def _measure(p: Params, bootstrap: str, workdir: Path) -> dict[str, Any]:
     state_file = workdir / "state.yaml"
     wanted = Resources(acls=frozenset(acls("new", p.acls)))
     state_file.write_text(dump(wanted, Ownership(all=True), Deletion(acls=True)))
-    phases = Phases()
+    phases = Phases(server_cpu)
     result = await asyncio.to_thread(plan_and_apply, bootstrap, state_file, phases)
     plan_s = phases.total("plan: read file", "plan: read cluster", "plan: diff", "plan: validate")
     apply_s = phases.total("apply")
     rows = [*phases.rows, {"phase": "plan (total)", "s": plan_s}, {"phase": "apply (total)", "s": apply_s}]
     print(table(f"plan and apply of {p.acls:,} ACLs against {p.acls:,} ({result['created']:,} created, "
                 f"{result['deleted']:,} deleted)", [("phase", "phase"), ("seconds", "s"),
+                                                     ("planner CPU s", "planner_cpu_s"),
+                                                     ("controller CPU s", "controller_cpu_s"),
+                                                     ("broker CPU s", "broker_cpu_s"),
                                                      ("planner peak RSS MiB", "peak_rss_mib")], rows))  # fmt: skip
     problems = []
     if result["changes_after"]:

@@ -37,6 +37,7 @@ from ksteward.cli.configs_entities import ScramUpsert
 from ksteward.state.model import Action, Plan
 
 TIMEOUT = 60.0
+ACL_CHANGE_TIMEOUT = 300.0
 Report = Callable[[str], None]
 
 
@@ -184,7 +185,8 @@ def apply_acls(conn: Connection, change: AclDelta, *, atomic: bool, note: Report
     from ksteward.cli.admin_common import ksteward_admin
 
     if atomic:
-        with ksteward_admin(conn) as client:
+        # A 10^5-ACL change is seconds of work for the controller: more than a request's usual 30 s under load.
+        with ksteward_admin(conn, timeout=ACL_CHANGE_TIMEOUT) as client:
             return apply_atomically(client, change, note)
     backend = open_backend(conn, wire=needs_wire([*change.create, *change.delete]))
     try:
