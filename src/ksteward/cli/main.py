@@ -11,7 +11,7 @@ from ksteward import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ksteward.cli import acls, apply, cluster, configs, metadata, pipeline, serve, topics
+    from ksteward.cli import acls, apply, cluster, configs, metadata, pipeline, plan, serve, state, topics
 
     parser = argparse.ArgumentParser(
         prog="ksteward", description="A Kafka-compatible admin and security control plane."
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     configs.add_parser(sub)
     cluster.add_parser(sub)
     acls.add_parser(sub)
+    state.add_parser(sub)
+    plan.add_parser(sub)
     apply.add_parser(sub)
     return parser
 

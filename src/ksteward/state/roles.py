@@ -78,7 +78,8 @@ def _rule(where: str, raw: Any) -> RoleRule:
     ops = raw.get("operations")
     if not isinstance(ops, list) or not ops:
         raise RoleError(f"{where}: operations must be a non-empty list")
-    parsed = tuple(options.parse_operation(str(o)) for o in ops)
+    # DESCRIBE_CONFIGS (the enum name) or DescribeConfigs (Kafka's display name, as --operation takes it)
+    parsed = tuple(AclOperation.__members__.get(str(o).upper()) or options.parse_operation(str(o)) for o in ops)
     valid = (AclOperation.ALL, *SUPPORTED_OPERATIONS.get(rtype, ()))
     bad = [o for o, p in zip(ops, parsed, strict=True) if p not in valid]
     if bad:
