@@ -157,9 +157,9 @@ def test_nothing_to_do_says_so(node: KstewardServer, properties: Path, capsys: A
 def test_a_refused_plan_applies_nothing(node: KstewardServer, properties: Path, capsys: Any) -> None:
     reset_acls(node, OLD)
     plan = acl_plan(-1)
-    plan.lockouts.append({"message": "User:admin would lose ALTER on the cluster"})
+    plan.lockouts.append({"principal": "User:admin", "hosts": ["*"], "allowed_by": []})
     assert run(node, properties, plan, "--auto-approve") == 1
-    assert "User:admin would lose ALTER" in capsys.readouterr().err
+    assert "lockout: User:admin would lose the right to alter ACLs" in capsys.readouterr().err
     assert live_acls(node)[0] == {OLD}
 
 

@@ -24,7 +24,6 @@ from ksteward.cli.admin_common import (
     CommandError,
     Connection,
     UsageError,
-    add_connection_flags,
     connection,
     print_json,
     run_command,
@@ -49,23 +48,39 @@ examples:
 exit codes: 0 applied (or nothing to do), 1 refused (lockout guard, precondition, a server error), 2 bad usage
 """
 
-#: The plan maker and its text rendering: ``ksteward plan``'s, set by ``ksteward.state`` (``set_planner``).
+#: The plan maker and its text rendering: ``ksteward plan``'s (:func:`plan_as_ksteward_plan_does`); a test may pass
+#: its own plan.
 Planner = Callable[[argparse.Namespace, Connection], Plan]
 Renderer = Callable[[Plan], str]
-_planner: tuple[Planner, Renderer] | None = None
 
 
-def set_planner(planner: Planner, render: Renderer) -> None:
-    global _planner
-    _planner = (planner, render)
+def plan_as_ksteward_plan_does(args: argparse.Namespace, conn: Connection) -> Plan:
+    from ksteward.cli.plan import make_plan
+
+    ctx = make_plan(args, conn)
+    args._plan_context = ctx  # the rendering below shows the notes and cluster id ``plan`` shows
+    plan: Plan = ctx.plan
+    return plan
+
+
+def _render_as_ksteward_plan_does(args: argparse.Namespace) -> Renderer:
+    def render(plan: Plan) -> str:
+        from ksteward.state.render import text_lines
+
+        ctx = getattr(args, "_plan_context", None)
+        notes = ctx.notes if ctx is not None else []
+        return "\n".join(text_lines(plan, file=args.file, cluster_id=plan.precondition.cluster_id, notes=notes))
+
+    return render
 
 
 def add_parser(sub: Any) -> None:
+    from ksteward.cli.plan import add_arguments
+
     p = sub.add_parser("apply", help="apply a state file: plan, confirm, then change the cluster",
                        description=DESCRIPTION, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("file", metavar="FILE", help="the state file (YAML), as `ksteward plan` reads it")
-    add_connection_flags(p, controller=False)
+    add_arguments(p)  # the file, the connection and every flag `ksteward plan` takes
     p.add_argument("--auto-approve", action="store_true", help="apply without asking (required without a terminal)")
     p.add_argument("--safe-order", action="store_true",
                    help="create every new ACL before deleting any old one, even where the server offers the "
@@ -98,16 +113,17 @@ def _serves_acl_transactions(conn: Connection) -> bool:
 
 def apply(args: argparse.Namespace, planner: tuple[Planner, Renderer] | None = None) -> int:
     conn = connection(args)
-    chosen = planner or _planner
-    if chosen is None:
-        raise CommandError("no planner is available (ksteward.state's plan is not installed)")
-    make_plan, render = chosen
+    make_plan, render = planner or (plan_as_ksteward_plan_does, _render_as_ksteward_plan_does(args))
     plan = make_plan(args, conn)
     text = args.output == "text"
     if text:
         print(render(plan), flush=True)  # the plan this command carries out, as `ksteward plan` shows it
-    if plan.refused:
-        reasons = [*plan.refusals, *(str(lockout.get("message", lockout)) for lockout in plan.lockouts)]
+    if plan.refused or any(v.error for v in plan.policy):
+        reasons = [f"{v.resource}: {v.api} would fail with {v.error}" for v in plan.policy if v.error]
+        reasons += plan.refusals
+        for lock in plan.lockouts:
+            hosts = ", ".join(map(str, lock.get("hosts", []))) or "any host"
+            reasons.append(f"lockout: {lock.get('principal')} would lose the right to alter ACLs (from {hosts})")
         raise CommandError("the plan is refused, nothing was applied: " + "; ".join(reasons))
     if not plan.has_changes:
         if text:
