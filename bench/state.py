@@ -12,9 +12,10 @@ a cluster that holds 100,000 ACLs, with the time of each phase and the peak memo
    ALL different (``new-<i>`` topics), so the plan holds ``--acls`` creations and ``--acls`` deletions, the
    largest change such a file can make.
 3. ``plan``, phase by phase, in this process, with the code ``ksteward plan`` runs: **read file** (parse the
-   YAML, ``state.fileformat``), **read cluster** (the live ACLs, with DescribeAcls v4, and the metadata offset they
-   were read at), **diff** (``state.diff``), **validate** (CreateAcls v4 with ``validate_only``: every entry checked
-   by the controller, nothing written).
+   YAML, ``state.fileformat``), **read cluster** (``cli.state_live.read_live``: topics, configs, quotas, SCRAM users
+   and the ACLs, with DescribeAcls v4, and the metadata offset they were read at), **diff** (``state.diff``),
+   **validate** (the lockout guard, ``cli.plan.plan_lockouts``, and the validate_only policy verdicts,
+   ``cli.plan_policy``).
 4. ``apply``, with the code ``ksteward apply`` runs (``cli.apply_steps.execute``): the precondition check, then
    the plan's change as ONE CreateAcls v4 with the plan's offset as its precondition (one metadata batch). Then a
    second plan must find nothing to do.
@@ -39,11 +40,14 @@ from typing import Any, TypeVar
 from bench._harness.cluster import broker_node, controller_node, new_cluster_id
 from bench._harness.report import table, warn
 from bench._harness.runner import Benchmark, parser
-from ksteward.authorizer import AclBinding
+from ksteward.authorizer import AclBinding, AuthorizerSettings
 from ksteward.cli.acl_apply import AclDelta, apply_atomically
 from ksteward.cli.admin_client import AdminClient
 from ksteward.cli.admin_common import Connection
 from ksteward.cli.apply_steps import changes_from_plan, execute
+from ksteward.cli.plan import plan_lockouts
+from ksteward.cli.plan_policy import policy_verdicts
+from ksteward.cli.state_live import read_live
 from ksteward.state.diff import diff
 from ksteward.state.fileformat import dump, parse
 from ksteward.state.model import Deletion, Ownership, Plan, Precondition, Resources
@@ -99,26 +103,27 @@ class Phases:
 
 
 def plan_and_apply(bootstrap: str, state_file: Path, phases: Phases) -> dict[str, Any]:
-    """``ksteward plan`` then ``ksteward apply``, phase by phase, with the code those commands run."""
+    """``ksteward plan`` then ``ksteward apply``, phase by phase, with the functions those commands run
+    (``cli.plan.make_plan`` is the same steps in one call)."""
     conn = Connection(bootstrap, False, {})
-    with AdminClient(bootstrap, timeout=300) as client:
-        desired = phases.run("plan: read file", lambda: parse(state_file.read_text()))
+    desired = phases.run("plan: read file", lambda: parse(state_file.read_text()))
+    live = phases.run("plan: read cluster", lambda: read_live(conn))
 
-        def read() -> tuple[Resources, int]:
-            listed, offset = client.describe_acls_at(ALL_ACLS)
-            return Resources(acls=frozenset(AclBinding(*a) for a in listed)), offset
+    def plan_diff() -> Plan:
+        plan = diff(desired, live.resources, None)
+        plan.precondition = Precondition(cluster_id=live.cluster_id, metadata_offset=live.acls_read_at)
+        return plan
 
-        live, planned_at = phases.run("plan: read cluster", read)
+    plan = phases.run("plan: diff", plan_diff)
 
-        def plan_diff() -> Plan:
-            plan = diff(desired, live, None)
-            plan.precondition = Precondition(metadata_offset=planned_at)
-            return plan
+    def validate() -> None:
+        settings = AuthorizerSettings(super_users=frozenset({"User:ANONYMOUS"}))
+        plan.lockouts = plan_lockouts(live.resources.acls, plan.acl_bindings_to_create(),
+                                      plan.acl_bindings_to_delete(), settings, {"User:ANONYMOUS": ["*"]})  # fmt: skip
+        plan.policy = policy_verdicts(conn, plan)
 
-        plan = phases.run("plan: diff", plan_diff)
-        create, delete = plan.acl_bindings_to_create(), plan.acl_bindings_to_delete()
-        phases.run("plan: validate", lambda: client.replace_acls(create, delete, unchanged_since=planned_at,
-                                                                 validate_only=True))  # fmt: skip
+    phases.run("plan: validate", validate)
+    assert not plan.refused, plan.lockouts
     outcome = phases.run("apply", lambda: execute(conn, changes_from_plan(plan), atomic_acls=True,
                                                   report=lambda _: None))  # fmt: skip
     assert outcome.acls is not None

@@ -168,3 +168,22 @@ def test_through_a_broker_it_is_forwarded_and_read_on_another(cluster_of_two: Cl
         with pytest.raises(AdminError) as refused:  # the read is stale now
             writer.acl_transaction([acl("t3")], [], unchanged_since=read_at)
         assert refused.value.code == INVALID_UPDATE_VERSION
+
+
+def test_a_large_change_through_a_broker(cluster_of_two: Cluster) -> None:
+    """20,000 ACLs replaced by 20,000 others in one change: above ACL_CHANGE_ON_THE_LOOP, so the broker parses it,
+    the controller computes and replays it, and the other broker replays it, each in a worker thread."""
+    from ksteward.authorizer import AclBinding
+
+    def bindings(tag: str) -> list[AclBinding]:
+        return [AclBinding("TOPIC", f"{tag}-{i}", "LITERAL", f"User:u{i % 50}", "*", "READ", "ALLOW")
+                for i in range(20_000)]  # fmt: skip
+
+    first, second = cluster_of_two.brokers
+    with AdminClient(first.bootstrap, timeout=120) as writer:
+        assert writer.replace_acls(bindings("old"), [])[:2] == (20_000, 0)
+        _, read_at = writer.describe_acls_at(EVERYTHING)
+        assert writer.replace_acls(bindings("new"), bindings("old"), unchanged_since=read_at)[:2] == (20_000, 20_000)
+        with AdminClient(second.bootstrap, timeout=120, min_metadata_offset=writer.metadata_offset) as reader:
+            listed, _ = reader.describe_acls_at(EVERYTHING)
+    assert {AclBinding(*a) for a in listed} == set(bindings("new"))

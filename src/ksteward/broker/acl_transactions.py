@@ -9,6 +9,7 @@ an Envelope, as every CreateAcls (docs/forwarding.md); this handler runs where t
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -25,6 +26,7 @@ from ksteward.broker.acls import (
 from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.acls import AclTransactionResult
+from ksteward.controller.active import ACL_CHANGE_ON_THE_LOOP
 from ksteward.controller.result import ApiError
 from ksteward.protocol.acl_transactions import CreateAclsResponse
 from ksteward.protocol.build import build
@@ -47,6 +49,10 @@ def _deletion(request_filter: Any) -> AclBindingFilter | ApiError:
         return _filter(request_filter)
     except (InvalidAclError, ValueError) as exc:
         return ApiError(ErrorCode.invalid_request, str(exc))
+
+
+def _entries(request: Any) -> tuple[list[AclBinding | ApiError], list[AclBindingFilter | ApiError]]:
+    return [_creation(c) for c in request.creations], [_deletion(f) for f in request.deletions]
 
 
 def _response(result: AclTransactionResult) -> CreateAclsResponse:
@@ -73,8 +79,10 @@ async def handle_acl_transaction(node: Node, ctx: RequestContext, request: Any) 
         return _response(AclTransactionResult(disabled))
     if not authorize(node, ctx, "ALTER", "CLUSTER", CLUSTER_NAME):
         return _response(AclTransactionResult(ApiError(ErrorCode.cluster_authorization_failed, _NOT_AUTHORIZED)))
-    creations = [_creation(c) for c in request.creations]
-    deletions = [_deletion(f) for f in request.deletions]
+    if len(request.creations) + len(request.deletions) > ACL_CHANGE_ON_THE_LOOP:
+        creations, deletions = await asyncio.to_thread(_entries, request)  # seconds for 10^5: the loop goes on
+    else:
+        creations, deletions = _entries(request)
     result = await node.controller.replace_acls(
         creations,
         deletions,
