@@ -159,7 +159,11 @@ async def _measure(
 ) -> dict[str, Any]:
     def load() -> None:
         with AdminClient(bootstrap, timeout=300) as client:
-            apply_atomically(client, AclDelta(tuple(acls("old", p.acls))), lambda _: None)
+            loaded = apply_atomically(client, AclDelta(tuple(acls("old", p.acls))), lambda _: None)
+        # Until the broker has applied the load, a plan would read the ACLs before it, and apply's precondition
+        # would refuse that stale plan (as it should): wait for the broker, with read-your-writes.
+        with AdminClient(bootstrap, timeout=300, min_metadata_offset=loaded.offset) as client:
+            client.describe_acls_at(ALL_ACLS)
 
     began = time.perf_counter()
     await asyncio.to_thread(load)
