@@ -31,6 +31,8 @@ from ksteward.cli.admin_common import (
     print_json,
     run_command,
 )
+from ksteward.cli.state_live import LiveState
+from ksteward.state.model import DesiredState, Plan
 
 EXIT_CHANGES = 2  # --detailed-exitcode, as Terraform's
 DESCRIPTION = "Compare a state file with the live cluster and print what applying it would do."
@@ -75,9 +77,9 @@ def add_parser(sub: Any) -> None:
 class PlanContext:
     """A plan and what it was made from (``apply`` needs the live state and the file)."""
 
-    plan: Any  # ksteward.state.model.Plan
-    desired: Any  # ksteward.state.model.DesiredState
-    live: Any  # ksteward.cli.state_live.LiveState
+    plan: Plan
+    desired: DesiredState
+    live: LiveState
     settings: AuthorizerSettings
     notes: list[str] = field(default_factory=list)
 
@@ -123,12 +125,14 @@ def make_plan(args: argparse.Namespace, conn: Connection) -> PlanContext:
     plan.warnings += [f"SCRAM user {s.user} {s.mechanism}: apply needs the password in an environment variable "
                       "(password_env in the file)" for s in plan.scram if s.action.value != "delete"
                       and not s.password_env]  # fmt: skip
-    if args.audit_dir and (plan.acls):
+    if args.audit_dir and plan.acls:
         plan.whatif = _whatif(args.audit_dir, live.resources.acls, known.settings, plan, notes)
+    elif args.audit_dir:
+        notes.append("--audit-dir: the plan changes no ACL, so no request can flip (the what-if job was not run)")
     return PlanContext(plan, desired, live, known.settings, notes)
 
 
-def _unread_sections(desired: Any, live: Any, plan: Any) -> None:
+def _unread_sections(desired: DesiredState, live: LiveState, plan: Plan) -> None:
     """A section the cluster could not be read for must not be planned: refuse what the file asks there."""
     if not live.quotas_read and (desired.resources.quotas or desired.deletion.quotas):
         plan.refusals.append("client quotas could not be read from this cluster (see the note), so the file's "
@@ -190,7 +194,7 @@ def plan_lockouts(
     return out
 
 
-def _whatif(audit_dir: str, live_acls: frozenset[AclBinding], settings: AuthorizerSettings, plan: Any,
+def _whatif(audit_dir: str, live_acls: frozenset[AclBinding], settings: AuthorizerSettings, plan: Plan,
             notes: list[str]) -> dict[str, Any] | None:  # fmt: skip
     from ksteward.cli.acls.audit_whatif import MISSING, audit_flips
 

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 from ksteward.authorizer import AclBinding
 
+from .acltext import acl_text
 from .model import (
     AclChange,
     Action,
@@ -42,7 +43,7 @@ def diff(desired: DesiredState, live: Resources, record: Resources | None) -> Pl
     o = desired.ownership
     want = desired.resources
     _refuse_unowned(plan, "topic", [t for t in want.topics if not owns_topic(o, t)])
-    _refuse_unowned(plan, "ACL", [str(a) for a in want.acls if not owns_acl(o, a)])
+    _refuse_unowned(plan, "ACL", [f"{a.principal} {acl_text(a)}" for a in want.acls if not owns_acl(o, a)])
     _refuse_unowned(plan, "quota entity", [str(e) for e in want.quotas if not owns_quota(o, e)])
     _refuse_unowned(plan, "SCRAM user", [u for u in want.scram_users if not owns_scram_user(o, u)])
     plan.desired_owned = want
@@ -110,7 +111,8 @@ def _topic_update(
     grow = spec.partitions > now.partitions
     if not sets and not deletes and not grow:
         return None
-    matches_record = was is not None and was.partitions == now.partitions and dict(was.configs) == dict(now.configs)
+    # Not in the record: the file has just started to manage a topic that exists, an in-file change.
+    matches_record = was is None or (was.partitions == now.partitions and dict(was.configs) == dict(now.configs))
     return TopicChange(
         spec.name, Action.UPDATE, _origin(plan.recorded, matches_record), now.partitions,
         spec.partitions if grow else None, None, sets, deletes, dict(now.configs),

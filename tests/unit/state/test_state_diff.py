@@ -149,3 +149,10 @@ def test_the_lockout_guard_sees_removed_allows_and_new_denies() -> None:
     assert plan_lockouts(frozenset([alter]), [], [], settings, {"User:ops": []}) == []
     super_user = AuthorizerSettings(super_users=frozenset({"User:ops"}))
     assert plan_lockouts(frozenset([alter]), [], [alter], super_user, {"User:ops": []}) == []
+
+
+def test_a_topic_the_file_starts_to_manage_is_an_in_file_change_not_drift() -> None:
+    live = Resources(topics={"orders.new": TopicSpec("orders.new", 1, 1, {"retention.ms": "1"})})
+    want = Resources(topics={"orders.new": TopicSpec("orders.new", 1, 1, {"retention.ms": "2"})})
+    (change,) = diff(state(want, deletion=Deletion()), live, Resources()).topics
+    assert change.origin is Origin.FILE and change.action is Action.UPDATE
