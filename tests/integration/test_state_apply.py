@@ -177,3 +177,41 @@ def test_without_a_terminal_it_needs_auto_approve(node: KstewardServer, properti
     assert run(node, properties, acl_plan(-1)) == 2
     assert "--auto-approve" in capsys.readouterr().err
     assert live_acls(node)[0] == {OLD}
+
+
+def test_a_change_between_a_real_plan_and_its_apply_is_refused(
+    node: KstewardServer, properties: Path, tmp_path: Path, capsys: Any
+) -> None:
+    """The plan made by ``ksteward plan``'s own code (read_live: DescribeAcls v4 and its offset), an ACL changed
+    by a real client after it, then the apply of that plan: refused, and nothing of it applied."""
+    from confluent_kafka.admin import AclBinding as CAcl
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+
+    from ksteward.cli.admin_common import connection
+    from ksteward.cli.apply import plan_as_ksteward_plan_does
+
+    reset_acls(node, OLD)
+    state = tmp_path / "state.yaml"
+    assert run_command("export", lambda: _export(node, properties, state)) == 0
+    state.write_text(state.read_text().replace("acls: false", "acls: true", 1).replace("LITERAL", "PREFIXED", 1))
+    planned_args = build_parser().parse_args(["apply", str(state), "--bootstrap-server", node.bootstrap,
+                                              "--command-config", str(properties), "--auto-approve"])  # fmt: skip
+    plan = plan_as_ksteward_plan_does(planned_args, connection(planned_args))
+    assert plan.precondition.metadata_offset is not None and len(plan.acls) == 2, plan.acls
+    out_of_band = CAcl(ResourceType.TOPIC, "elsewhere", ResourcePatternType.LITERAL, "User:x", "*", AclOperation.READ,
+                       AclPermissionType.ALLOW)  # fmt: skip
+    admin = confluent_admin(node.bootstrap, ADMIN)  # kept: a dropped client cancels its requests
+    for future in admin.create_acls([out_of_band]).values():
+        future.result(timeout=30)
+    before = live_acls(node)
+    chosen = (lambda _a, _c: plan, lambda _p: "(the plan)")
+    assert run_command("apply", lambda: apply(planned_args, planner=chosen)) == 1
+    assert "the ACLs changed since the plan" in capsys.readouterr().err
+    assert live_acls(node)[0] == before[0]
+
+
+def _export(node: KstewardServer, properties: Path, target: Path) -> int:
+    from ksteward.cli.main import main
+
+    return main(["state", "export", "--bootstrap-server", node.bootstrap, "--command-config", str(properties),
+                 "-o", str(target)])  # fmt: skip
