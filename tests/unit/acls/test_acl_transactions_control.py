@@ -180,3 +180,28 @@ def test_a_declared_count_the_frame_cannot_hold_is_refused_before_allocating() -
     bomb = payload[:header_end] + b"\x81\x80\x80\x80\x08" + payload[header_end + 1 :]
     with pytest.raises(InvalidRequestError, match="collection of size"):
         decode_request(bomb, SERVED)
+
+
+def test_the_fast_binding_of_a_record_is_the_constructors() -> None:
+    """``acl_binding``'s fast path gives what ``AclBinding(...)`` gives, for every code, or raises as it does."""
+    import itertools
+
+    from kio.static.primitive import i8
+
+    from ksteward.authorizer import InvalidAclError
+    from ksteward.metadata.records import AccessControlEntryRecord
+
+    for rt, pt, op, perm in itertools.product(range(10), range(6), range(16), range(5)):
+        record = AccessControlEntryRecord(id=None, resource_type=i8(rt), resource_name="r", pattern_type=i8(pt),
+                                          principal="User:a", host="*", operation=i8(op),
+                                          permission_type=i8(perm))  # fmt: skip
+        try:
+            expected = AclBinding(rt, "r", pt, "User:a", "*", op, perm)
+        except InvalidAclError:
+            with pytest.raises(InvalidAclError):
+                acl_binding(record)
+            continue
+        got = acl_binding(record)
+        assert got == expected and hash(got) == hash(expected)
+        fields = ("resource_type", "pattern_type", "operation", "permission_type")
+        assert [getattr(got, f) for f in fields] == [getattr(expected, f) for f in fields]
