@@ -134,14 +134,19 @@ def make_plan(args: argparse.Namespace, conn: Connection) -> PlanContext:
 
 def _unread_sections(desired: DesiredState, live: LiveState, plan: Plan) -> None:
     """A section the cluster could not be read for must not be planned: refuse what the file asks there."""
+    emptied = False
     if not live.quotas_read and (desired.resources.quotas or desired.deletion.quotas):
         plan.refusals.append("client quotas could not be read from this cluster (see the note), so the file's "
                              "quotas cannot be planned")  # fmt: skip
-        plan.quotas = []
+        plan.quotas, emptied = [], True
     if not live.scram_read and (desired.resources.scram_users or desired.deletion.scram_users):
         plan.refusals.append("SCRAM users could not be read from this cluster (see the note), so the file's "
                              "scram_users cannot be planned")  # fmt: skip
-        plan.scram = []
+        plan.scram, emptied = [], True
+    if emptied:
+        from ksteward.state.diff import blast_radius
+
+        plan.blast_radius = blast_radius(plan)  # without the sections just emptied
 
 
 def _protected(args: argparse.Namespace, conn: Connection, notes: list[str]) -> dict[str, list[str]]:

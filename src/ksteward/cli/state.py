@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from ksteward.cli.admin_common import EXIT_OK, add_connection_flags, connection, run_command
+from ksteward.cli.admin_common import EXIT_OK, UsageError, add_connection_flags, connection, run_command
 
 DESCRIPTION = "Write a live cluster's topics, configs, ACLs, client quotas and SCRAM users as one state file."
 EXAMPLES = """examples:
@@ -52,6 +52,8 @@ def _export(args: argparse.Namespace) -> int:
     from ksteward.state.fileformat import dump
     from ksteward.state.model import Deletion, Ownership
 
+    if args.output != "text":
+        raise UsageError("state export writes the state file (YAML); --output json is not available here")
     live = read_live(connection(args))
     for note in live.notes:
         print(f"ksteward state export: note: {note}", file=sys.stderr)

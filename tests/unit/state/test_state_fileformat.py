@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -121,6 +122,10 @@ def test_the_shipped_json_schema_describes_every_section() -> None:
     schema = json.loads(resources.files("ksteward.state").joinpath("schema.json").read_text())
     assert set(schema["properties"]) == _TOP_KEYS
     assert schema["additionalProperties"] is False
+    line = re.compile(schema["properties"]["acls"]["additionalProperties"]["items"]["pattern"])
+    for a in parse(FILE).resources.acls:  # every operation and type the writer uses, as the schema spells them
+        assert line.match(acl_text(a)), acl_text(a)
+    assert not line.match("ALLOW READ TOPIC:MATCH:x")
 
 
 def test_the_record_keeps_one_entry_per_cluster(tmp_path: Path) -> None:
