@@ -163,5 +163,6 @@ def test_every_served_api_answers_unknown_server_error(api_key: int, version: in
     assert size + used == len(payload) and int(header.correlation_id) == 42
     codes = error_codes(body)
     assert codes and set(codes) == {int(ErrorCode.unknown_server_error)}, body
-    if api_key in (19, 30, 31, 49, 75):  # entry-per-entry APIs keep the request's count
+    # entry-per-entry APIs keep the request's count; CreateAcls v4 (ksteward's atomic change) has one top-level error
+    if api_key in (19, 30, 31, 49, 75) and (api_key, version) != (30, 4):
         assert len(codes) == {19: 2, 30: 2, 31: 3, 49: 1, 75: 2}[api_key]

@@ -17,14 +17,15 @@ groups = st.lists(st.tuples(st.integers(0, 7), text, st.integers(0, 4), entries)
 
 
 @given(
-    version=st.integers(1, 3),
+    version=st.integers(1, 4),  # v4: ksteward's, with the metadata offset (protocol.acl_transactions)
+    offset=st.integers(-1, 2**63 - 1),
     correlation_id=st.integers(-(2**31), 2**31 - 1),
     error=st.sampled_from([ErrorCode.none, ErrorCode.cluster_authorization_failed, ErrorCode.security_disabled]),
     message=st.none() | text,
     resources=groups,
 )
 def test_byte_identical_to_kio(
-    version: int, correlation_id: int, error: ErrorCode, message: str | None, resources: list
+    version: int, offset: int, correlation_id: int, error: ErrorCode, message: str | None, resources: list
 ) -> None:  # type: ignore[type-arg]
     values = {
         "error_code": error,
@@ -41,7 +42,9 @@ def test_byte_identical_to_kio(
             for rt, name, pt, acls in resources
         ],
     }
+    if version == 4:
+        values["metadata_offset"] = offset
     response = build(response_class(ApiKey.DESCRIBE_ACLS, version), values)
     expected = encode_response(ApiKey.DESCRIBE_ACLS, version, correlation_id, response)
-    actual = encode_describe_acls_response(version, correlation_id, int(error), message, resources)
+    actual = encode_describe_acls_response(version, correlation_id, int(error), message, resources, offset)
     assert actual == expected

@@ -146,12 +146,15 @@ async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) ->
         denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _NOT_AUTHORIZED}
         return build(cls, {**denied, "resources": []})
     acls = list(auth.acls(_filter(request)))
+    # v4 (ksteward's, protocol.acl_transactions) names the image the ACLs were read from: the authorizer follows
+    # the image in the same step of the event loop, so the two agree.
+    offset = node.image.offset
     if len(acls) < ACLS_ENCODED_ON_THE_LOOP:
-        frame = _describe_acls_frame(ctx.api_version, ctx.correlation_id, acls)
+        frame = _describe_acls_frame(ctx.api_version, ctx.correlation_id, acls, offset)
     else:
         # A worker thread: the loop keeps its turn every switch interval (5 ms) instead of waiting for the
         # whole answer. The bindings are immutable values, so nothing can change under the encoder.
-        frame = await asyncio.to_thread(_describe_acls_frame, ctx.api_version, ctx.correlation_id, acls)
+        frame = await asyncio.to_thread(_describe_acls_frame, ctx.api_version, ctx.correlation_id, acls, offset)
     return PreEncoded(frame, error_codes=(0,))
 
 
@@ -159,7 +162,7 @@ async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) ->
 ACLS_ENCODED_ON_THE_LOOP = 2_000
 
 
-def _describe_acls_frame(version: int, correlation_id: int, acls: list[AclBinding]) -> bytes:
+def _describe_acls_frame(version: int, correlation_id: int, acls: list[AclBinding], offset: int) -> bytes:
     groups: dict[tuple[int, str, int], list[AclEntry]] = {}
     for b in acls:
         key = (int(b.resource_type), b.resource_name, int(b.pattern_type))
@@ -171,7 +174,7 @@ def _describe_acls_frame(version: int, correlation_id: int, acls: list[AclBindin
             group.append(entry)
     resources = [(rt, name, pt, entries) for (rt, name, pt), entries in groups.items()]
     # Encoded directly: kio's writer costs ~20 µs an ACL (see fast_describe_acls).
-    return encode_describe_acls_response(version, correlation_id, 0, None, resources)
+    return encode_describe_acls_response(version, correlation_id, 0, None, resources, offset)
 
 
 async def handle_create_acls(node: Node, ctx: RequestContext, request: Any) -> Any:

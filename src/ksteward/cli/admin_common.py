@@ -156,7 +156,7 @@ def caller_username(conn: Connection) -> str | None:
     return _sasl_login(jaas)["sasl.username"] if jaas else None
 
 
-def ksteward_admin(conn: Connection) -> Any:
+def ksteward_admin(conn: Connection, *, timeout: float = 30.0) -> Any:
     """ksteward's own wire client (:mod:`ksteward.cli.admin_client`) for what confluent-kafka cannot send:
     DeleteTopics v7, ``--bootstrap-controller``, client quotas, BROKER_LOGGER configs. It speaks PLAINTEXT or
     SASL_PLAINTEXT with PLAIN only; anything else is a :class:`UsageError` saying so."""
@@ -175,7 +175,7 @@ def ksteward_admin(conn: Connection) -> Any:
     failures = []
     for address in [a.strip() for a in conn.bootstrap.split(",") if a.strip()]:  # the first that answers
         try:
-            return AdminClient(address, sasl_plain=login, timeout=30.0)
+            return AdminClient(address, sasl_plain=login, timeout=timeout)
         except AdminError as exc:  # the server answered: a refused login is final
             raise CommandError(f"{address}: {exc}") from None
         except (OSError, ValueError) as exc:

@@ -11,7 +11,7 @@ from ksteward import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ksteward.cli import acls, cluster, configs, metadata, pipeline, plan, serve, state, topics
+    from ksteward.cli import acls, apply, cluster, configs, metadata, pipeline, plan, serve, state, topics
 
     parser = argparse.ArgumentParser(
         prog="ksteward", description="A Kafka-compatible admin and security control plane."
@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     acls.add_parser(sub)
     state.add_parser(sub)
     plan.add_parser(sub)
+    apply.add_parser(sub)
     return parser
 
 

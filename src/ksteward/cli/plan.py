@@ -107,7 +107,8 @@ def make_plan(args: argparse.Namespace, conn: Connection) -> PlanContext:
     except StateFileError as exc:
         raise UsageError(str(exc)) from None
     plan = diff(desired, live.resources, record.resources if record else None)
-    plan.precondition = Precondition(cluster_id=live.cluster_id)
+    # On ksteward, the offset the ACLs were read at: apply's CreateAcls v4 refuses the change if an ACL changed since.
+    plan.precondition = Precondition(cluster_id=live.cluster_id, metadata_offset=live.acls_read_at)
     _unread_sections(desired, live, plan)
     backend = open_backend(conn)
     try:

@@ -35,6 +35,8 @@ class LiveState:
     quotas_read: bool = True
     scram_read: bool = True
     notes: list[str] = field(default_factory=list)
+    #: The metadata offset the ACLs were read at (DescribeAcls v4, ksteward only): ``apply``'s precondition.
+    acls_read_at: int | None = None
 
 
 def read_live(conn: Connection) -> LiveState:
@@ -47,30 +49,41 @@ def read_live(conn: Connection) -> LiveState:
     cluster_id = admin.describe_cluster(request_timeout=TIMEOUT).result(TIMEOUT + 5).cluster_id
     notes: list[str] = []
     topics = _topics(conn, admin, notes)
-    acls = _acls(conn, notes)
+    acls, read_at = _acls(conn, notes)
     quotas, quotas_read = _quotas(conn, notes)
     scram, scram_read = _scram(conn, notes)
-    return LiveState(Resources(topics, acls, quotas, scram), cluster_id, quotas_read, scram_read, notes)
+    return LiveState(Resources(topics, acls, quotas, scram), cluster_id, quotas_read, scram_read, notes, read_at)
 
 
-def _acls(conn: Connection, notes: list[str]) -> frozenset[AclBinding]:
-    """Every ACL: through ksteward's own client when the connection allows it (PLAINTEXT, SASL PLAIN), which
-    reads 100,000 ACLs about twice as fast as confluent-kafka's describe_acls plus the conversion of its
-    objects; through confluent-kafka otherwise (TLS, SCRAM, GSSAPI). A cluster without an authorizer
-    (SECURITY_DISABLED) has no ACLs: an empty set, with a note."""
+_EVERY_ACL = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+              "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+
+
+def _acls(conn: Connection, notes: list[str]) -> tuple[frozenset[AclBinding], int | None]:
+    """Every ACL, and on ksteward the metadata offset they were read at (DescribeAcls v4, docs/acl-transactions.md):
+    through ksteward's own client when the connection allows it (PLAINTEXT, SASL PLAIN), which reads 100,000 ACLs
+    about twice as fast as confluent-kafka's describe_acls plus the conversion of its objects; through
+    confluent-kafka otherwise (TLS, SCRAM, GSSAPI). A cluster without an authorizer (SECURITY_DISABLED) has no
+    ACLs: an empty set, with a note."""
     from confluent_kafka import KafkaException
+
+    from ksteward.cli.admin_client import AdminError
 
     try:
         backend: Any = WireBackend(conn)
     except UsageError:
         backend = open_backend(conn)
     try:
-        return frozenset(backend.describe(AclBindingFilter.ANY))
-    except (CommandError, KafkaException) as exc:
+        client = getattr(backend, "client", None)
+        if client is not None and client.serves_acl_transactions():
+            listed, offset = client.describe_acls_at(_EVERY_ACL)
+            return frozenset(AclBinding(*a) for a in listed), offset
+        return frozenset(backend.describe(AclBindingFilter.ANY)), None
+    except (CommandError, KafkaException, AdminError) as exc:
         if "SECURITY_DISABLED" not in str(exc).upper():
             raise
         notes.append("the cluster has no authorizer (SECURITY_DISABLED): no ACLs")
-        return frozenset()
+        return frozenset(), None
     finally:
         backend.close()
 

@@ -9,14 +9,18 @@ forwarding exists.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.configs.catalog import ConfigResourceType
-from ksteward.controller.acls import AclControlManager, AclDeletionResult
+from ksteward.controller.acls import AclControlManager, AclDeletionResult, AclTransactionResult, replace_acls
 from ksteward.controller.cluster import BrokerRegistration, bootstrap
 from ksteward.controller.configs import ConfigAlteration, ConfigControlManager
 from ksteward.controller.delegation_tokens import CreatedToken, DelegationTokenControlManager, TokenExpiry
@@ -41,7 +45,7 @@ from ksteward.controller.reassignment import (
     elect_leaders,
     list_partition_reassignments,
 )
-from ksteward.controller.result import ApiError, ControllerResult
+from ksteward.controller.result import NO_ERROR, ApiError, ConcurrentAclChange, ControllerResult
 from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -58,6 +62,8 @@ from ksteward.metadata.image import MetadataImage
 
 T = TypeVar("T")
 P = ParamSpec("P")
+#: A CreateAcls v4 with more entries than this is computed and replayed in worker threads (``replace_acls``).
+ACL_CHANGE_ON_THE_LOOP = 5_000
 
 
 def _event(
@@ -105,6 +111,7 @@ class Controller:
         self.on_event_processed: Callable[[float], None] | None = None
         self.timer: Callable[[], float] = time.perf_counter
         self._event_started = 0.0
+        self._acl_transactions = asyncio.Lock()
 
     async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
         """The one way a mutation reaches the log: its records appended as one batch (none when
@@ -187,6 +194,58 @@ class Controller:
     @_event
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeletionResult]:
         return await self._commit(self.acls.delete_acls(self.writer.latest, filters))
+
+    @_event
+    async def replace_acls(
+        self,
+        creations: Sequence[AclBinding | ApiError],
+        filters: Sequence[AclBindingFilter | ApiError],
+        *,
+        unchanged_since: int,
+        validate_only: bool,
+    ) -> AclTransactionResult:
+        """CreateAcls v4: every creation and deletion in one batch (one fsync, one publish), or nothing; the
+        answer carries the offset of that batch (docs/acl-transactions.md)."""
+        large = len(creations) + len(filters) > ACL_CHANGE_ON_THE_LOOP
+        async with self._acl_transactions:  # one at a time: each is computed against the ACLs the last one left
+            result = await self._replace_acls_result(creations, filters, unchanged_since, large)
+            response = result.response
+            applies = bool(result.records) and not validate_only and response.error.code == NO_ERROR.code
+            report = self.on_event_processed
+            if not applies:
+                if report is not None:
+                    report((self.timer() - self._event_started) * 1000)
+                return response
+            in_thread = getattr(self.writer, "append_in_thread", None)
+            if large and in_thread is not None:
+                try:
+                    offset = await in_thread(list(result.records))
+                except ConcurrentAclChange as exc:
+                    raced = ApiError(ErrorCode.invalid_update_version, f"{exc}; nothing was applied. Plan again.")
+                    return dataclasses.replace(response, error=raced, created=0, deleted=0)
+                return dataclasses.replace(response, changed_at=offset)
+            durable = self.writer.append(list(result.records))
+            if report is not None:
+                report((self.timer() - self._event_started) * 1000)
+            return dataclasses.replace(response, changed_at=await durable)
+
+    async def _replace_acls_result(
+        self,
+        creations: Sequence[AclBinding | ApiError],
+        filters: Sequence[AclBindingFilter | ApiError],
+        unchanged_since: int,
+        large: bool,
+    ) -> ControllerResult[AclTransactionResult]:
+        """``replace_acls`` on the latest image; a large change in a worker thread (seconds for 10^5 ACLs: the loop
+        keeps its turn, so heartbeats and other requests go on), computed again if the ACLs changed meanwhile."""
+        for _ in range(3):
+            image = self.writer.latest
+            if not large:
+                break
+            result = await asyncio.to_thread(replace_acls, image, creations, filters, unchanged_since=unchanged_since)
+            if self.writer.latest.acls is image.acls:
+                return result
+        return replace_acls(self.writer.latest, creations, filters, unchanged_since=unchanged_since)
 
     @_event
     async def alter_client_quotas(

@@ -21,10 +21,16 @@ __all__ = [
     "MAX_RECORDS_PER_USER_OP",
     "NO_ERROR",
     "ApiError",
+    "ConcurrentAclChange",
     "ControllerResult",
 ]
 
 T = TypeVar("T")
+
+
+class ConcurrentAclChange(Exception):
+    """Another batch changed the ACLs while a large ACL batch was being prepared in a worker thread (the
+    committer's ``append_in_thread``): nothing was written."""
 
 
 @dataclass(frozen=True, slots=True)

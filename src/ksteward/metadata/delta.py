@@ -135,7 +135,7 @@ class MetadataDelta:
             configs=base.configs if self._configs is None else _seal(self._configs, self._config_entries),
             client_quotas=base.client_quotas if self._quotas is None else _seal(self._quotas, self._quota_entries),
             producer_ids=base.producer_ids if self._producer_ids is None else self._producer_ids,
-            acls=base.acls if self._acls is None else self._sealed_acls(self._acls),
+            acls=base.acls if self._acls is None else self._sealed_acls(self._acls, offset),
             scram=base.scram if self._scram is None else MappingProxyType(self._scram),
             delegation_tokens=base.delegation_tokens if self._tokens is None else MappingProxyType(self._tokens),
         )
@@ -327,7 +327,9 @@ class MetadataDelta:
     def _producer_ids_record(self, record: r.ProducerIdsRecord) -> None:
         self._producer_ids = int(record.next_producer_id)
 
-    def _sealed_acls(self, acls: immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord]) -> AclsImage:
+    def _sealed_acls(
+        self, acls: immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord], offset: int
+    ) -> AclsImage:
         assert self._acl_ids is not None and self._acl_names is not None
         names = self._acl_names
         for key, group in self._acl_groups.items():
@@ -336,7 +338,7 @@ class MetadataDelta:
                 names[key] = sealed
             else:
                 names.pop(key, None)
-        return AclsImage(acls.finish(), self._acl_ids.finish(), names.finish())
+        return AclsImage(acls.finish(), self._acl_ids.finish(), names.finish(), changed_at=offset)
 
     def _acls_copy(self) -> immutables.MapMutation[uuid.UUID | None, r.AccessControlEntryRecord]:
         """The ACL section's working copy: a mutation of the base image's persistent maps, O(log n) per change

@@ -9,8 +9,9 @@ produces the next, sharing every section it did not touch. Sections are read-onl
 
 from __future__ import annotations
 
+import sys
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, cast
@@ -19,7 +20,15 @@ import immutables
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import f64, i8, i16, i32, i64
 
-from ksteward.authorizer import AclBinding, AclBindingFilter, InvalidAclError, ResourceType
+from ksteward.authorizer import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    InvalidAclError,
+    PatternType,
+    ResourceType,
+)
 
 from .records import (
     AccessControlEntryRecord,
@@ -159,18 +168,33 @@ class TopicsImage:
         return len(self.by_id)
 
 
+def _codes(members: Iterable[Any], refused: tuple[Any, ...]) -> dict[int, Any]:
+    return {int(m): m for m in members if m not in refused}
+
+
+# Wire code -> member, for the codes a binding takes as they are (not ANY, MATCH or UNKNOWN): acl_binding's fast path.
+_RESOURCE_TYPES = _codes(ResourceType, (ResourceType.ANY, ResourceType.UNKNOWN))
+_PATTERN_TYPES = _codes(PatternType, (PatternType.ANY, PatternType.MATCH, PatternType.UNKNOWN))
+_OPERATIONS = _codes(AclOperation, (AclOperation.ANY, AclOperation.UNKNOWN))
+_PERMISSIONS = _codes(AclPermissionType, (AclPermissionType.ANY, AclPermissionType.UNKNOWN))
+
+
 def acl_binding(record: AccessControlEntryRecord) -> AclBinding:
     """The ACL a record holds, as the authorizer's binding. InvalidAclError for codes no binding can hold
-    (ANY or MATCH): CreateAcls never writes those, but a log written elsewhere might."""
-    return AclBinding(
-        record.resource_type,
-        record.resource_name,
-        record.pattern_type,
-        record.principal,
-        record.host,
-        record.operation,
-        record.permission_type,
-    )
+    (ANY or MATCH): CreateAcls never writes those, but a log written elsewhere might.
+
+    Codes and strings as CreateAcls writes them take a fast path (``AclBinding.trusted``, a third of the
+    constructor's cost: a 10^5-ACL change replays 2 x 10^5 records); anything else goes through the constructor
+    and its checks."""
+    rt, pt = _RESOURCE_TYPES.get(record.resource_type), _PATTERN_TYPES.get(record.pattern_type)
+    op, perm = _OPERATIONS.get(record.operation), _PERMISSIONS.get(record.permission_type)
+    name, principal, host = record.resource_name, record.principal, record.host
+    if (rt is None or pt is None or op is None or perm is None or type(name) is not str
+            or type(principal) is not str or type(host) is not str):  # fmt: skip
+        return AclBinding(record.resource_type, name, record.pattern_type, principal, host, record.operation,
+                          record.permission_type)  # fmt: skip
+    intern = sys.intern
+    return AclBinding.trusted(rt, intern(name), pt, intern(principal), intern(host), op, perm)
 
 
 def acl_binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
@@ -204,6 +228,10 @@ class AclsImage(Mapping[uuid.UUID | None, AccessControlEntryRecord]):
     by_name: Mapping[tuple[ResourceType, str], Mapping[AclBinding, uuid.UUID | None]] = field(
         default_factory=immutables.Map
     )
+    #: The offset of the last batch that changed the ACLs, or at least that offset: a replay of several batches
+    #: as one delta (a broker's catch-up, a restart) stamps the last of them. -1 when no ACL ever changed. The
+    #: CreateAcls v4 precondition compares it (docs/acl-transactions.md).
+    changed_at: int = field(default=-1, compare=False)
 
     def matching(self, acl_filter: AclBindingFilter) -> list[tuple[AclBinding, uuid.UUID | None]]:
         """The (ACL, id) pairs of ``by_binding`` that ``acl_filter`` matches."""

@@ -63,6 +63,8 @@ def _top_level(**extra: Any) -> Callable[[Any, Values], Values]:
 
 
 def _create_acls(body: Any, error: Values) -> Values:
+    if hasattr(body, "deletions"):  # v4, ksteward's atomic change (protocol.acl_transactions): one top-level error
+        return {**error, "created": 0, "deleted": 0, "acls_changed_at": -1}
     return {"results": [dict(error) for _ in body.creations]}
 
 

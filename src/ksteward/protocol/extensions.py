@@ -5,6 +5,8 @@ runs every check and the delete-topic policy and deletes nothing. ApiVersions ad
 up to v7; real clients negotiate down to the highest version they know (v6 or lower) and never see it.
 Its response is v6's, unchanged.
 
+**CreateAcls v4 and DescribeAcls v4**: an atomic ACL change with a precondition, in ``acl_transactions``.
+
 No ``from __future__ import annotations`` here: kio reads the field annotations as real types.
 """
 
@@ -18,6 +20,7 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32Timedelta
 
+from ksteward.protocol import acl_transactions
 from ksteward.protocol.token_responses import RESPONSES as TOKEN_RESPONSES
 
 
@@ -69,5 +72,9 @@ class DeleteTopicsResponse:
     responses: tuple[DeletableTopicResult, ...]
 
 
-REQUESTS: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsRequest}
-RESPONSES: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsResponse, **TOKEN_RESPONSES}
+REQUESTS: dict[tuple[int, int], Any] = {(20, 7): DeleteTopicsRequest, **acl_transactions.REQUESTS}
+RESPONSES: dict[tuple[int, int], Any] = {
+    (20, 7): DeleteTopicsResponse,
+    **TOKEN_RESPONSES,
+    **acl_transactions.RESPONSES,
+}

@@ -1,4 +1,4 @@
-"""A direct encoder for DescribeAcls responses (api key 29, v1-v3).
+"""A direct encoder for DescribeAcls responses (api key 29, v1-v3, and ksteward's v4: ``acl_transactions``).
 
 kio builds a dataclass per ACL and writes it field by field: about 20 µs an ACL, so a describe of
 100,000 ACLs spends two seconds before the first byte leaves. This writes the same bytes straight
@@ -19,6 +19,7 @@ AclEntry = tuple[str, str, int, int]
 ResourceGroup = tuple[int, str, int, Sequence[AclEntry]]
 
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 _HEAD = struct.Struct(">iih")  # correlation id, throttle_time_ms, error_code
 _B = struct.Struct(">b")
 _BB = struct.Struct(">bb")
@@ -46,9 +47,10 @@ def encode_describe_acls_response(
     error_code: int,
     error_message: str | None,
     resources: Iterable[ResourceGroup],
+    metadata_offset: int = -1,
 ) -> bytes:
-    """The whole response frame: length prefix, response header, body."""
-    if not 1 <= api_version <= 3:
+    """The whole response frame: length prefix, response header, body. ``metadata_offset`` is v4's field."""
+    if not 1 <= api_version <= 4:
         raise ValueError(f"DescribeAcls v{api_version} is not encoded here")
     flexible = api_version >= 2
     string = _compact_string if flexible else _legacy_string
@@ -79,6 +81,8 @@ def encode_describe_acls_response(
                 append(b"\x00")
         if flexible:
             append(b"\x00")
+    if api_version >= 4:
+        append(_I64.pack(metadata_offset))
     if flexible:
         append(b"\x00")
     body = b"".join(parts)

@@ -6,7 +6,8 @@ Versions are the ranges kio 0.6.5 (Kafka 4.3 schemas) knows for each API.
 
 from __future__ import annotations
 
-from ksteward.broker.acls import handle_create_acls, handle_delete_acls, handle_describe_acls
+from ksteward.broker.acl_transactions import handle_create_acls_or_transaction
+from ksteward.broker.acls import handle_delete_acls, handle_describe_acls
 from ksteward.broker.api_versions import handle_api_versions
 from ksteward.broker.cluster import handle_describe_cluster, handle_metadata
 from ksteward.broker.config_resources import handle_list_config_resources
@@ -48,8 +49,9 @@ _COMMON = [
     ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
-    ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 3, handle_describe_acls),
-    ApiSpec(ApiKey.CREATE_ACLS, 1, 3, handle_create_acls),
+    # v4 of both: ksteward's atomic ACL change with a precondition (protocol.acl_transactions)
+    ApiSpec(ApiKey.DESCRIBE_ACLS, 1, 4, handle_describe_acls),
+    ApiSpec(ApiKey.CREATE_ACLS, 1, 4, handle_create_acls_or_transaction),
     ApiSpec(ApiKey.DELETE_ACLS, 1, 3, handle_delete_acls),
     ApiSpec(ApiKey.DESCRIBE_CLIENT_QUOTAS, 0, 1, handle_describe_client_quotas),
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ksteward.controller.result import ConcurrentAclChange
 from ksteward.metadata.delta import MetadataDelta
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.log import MetadataLog
@@ -41,6 +42,13 @@ log = logging.getLogger(__name__)
 
 SOLO_FLUSHES_BEFORE_INLINE = 4
 INLINE_FLUSHES_PER_PROBE = 16
+
+
+def _replayed_and_encoded(base: MetadataImage, records: list[Any]) -> tuple[MetadataDelta, list[bytes]]:
+    delta = MetadataDelta(base)
+    for record in records:
+        delta.replay(record)
+    return delta, [encode_record(r) for r in records]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,26 @@ class GroupCommitter:
         _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=self.epoch)
         self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
         return self._enqueue(last_offset, records)
+
+    async def append_in_thread(self, records: list[Any]) -> int:
+        """:meth:`append` for a large batch (an atomic ACL change of 10^5 ACLs, docs/acl-transactions.md): the
+        replay and the encoding run in a worker thread, so the loop keeps its turn meanwhile (heartbeats, other
+        requests); the batch is then written and published exactly as :meth:`append` does, and this returns its
+        last offset once durable. If a batch was appended in the meantime the work is done again on top of it;
+        if that batch changed the ACLs, :class:`ConcurrentAclChange` is raised and nothing is written."""
+        for _ in range(3):
+            if self._failure is not None:
+                raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
+            base = self._latest
+            delta, values = await asyncio.to_thread(_replayed_and_encoded, base, records)
+            if self._latest is base:
+                now_ms = int(time.time() * 1000)
+                _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=self.epoch)
+                self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
+                return await self._enqueue(last_offset, records)
+            if self._latest.acls is not base.acls:
+                raise ConcurrentAclChange("the ACLs changed while this change was being prepared")
+        return await self.append(records)  # appends kept coming: replay on the loop, as any batch
 
     def begin_epoch(self, message: LeaderChangeMessage) -> asyncio.Future[int]:
         """Append the epoch's LeaderChangeMessage control batch; the future resolves once it is durable.

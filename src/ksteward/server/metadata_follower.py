@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: Kafka's ``controller.quorum.retry.backoff.ms`` default.
 DEFAULT_BACKOFF_S = 0.02
+#: More records than this to replay at once go to a worker thread (``MetadataFollower._apply_committed``).
+REPLAYED_ON_THE_LOOP = 5_000
 #: Kafka's ``controller.quorum.request.timeout.ms`` default; above the Fetch long poll (500 ms).
 DEFAULT_REQUEST_TIMEOUT_S = 2.0
 
@@ -191,14 +193,14 @@ class MetadataFollower:
             self.image = await asyncio.to_thread(self._load_snapshot, self.follower_log.installed[-1].snapshot)
         hw = self.follower_log.high_watermark
         if hw is not None and hw > self.image.offset + 1:
-            self._apply_committed(hw)
+            await self._apply_committed(hw)
         async with self._published:
             self._published.notify_all()
 
     def _committed_batches(self, hw: int) -> Iterator[Batch]:
         return takewhile(lambda b: b.last_offset < hw, self.follower_log.log.read(self.image.offset + 1))
 
-    def _apply_committed(self, hw: int) -> None:
+    async def _apply_committed(self, hw: int) -> None:
         before = self.image
         # An ACL id is in one image and not the other only if a record of the replayed batches names it, so
         # only those ids are compared: diffing the whole key sets would hash every ACL id (a Python-level
@@ -209,7 +211,15 @@ class MetadataFollower:
             if isinstance(record, AccessControlEntryRecord | RemoveAccessControlEntryRecord):
                 touched[record.id] = None
 
-        after = replay_batches(before, self._committed_batches(hw), on_record=note)
+        batches = self._committed_batches(hw)
+        if hw - before.offset > REPLAYED_ON_THE_LOOP:
+            # A large batch (an atomic ACL change of 10^5 ACLs, docs/acl-transactions.md) takes seconds to replay:
+            # in a worker thread the loop keeps its turn every switch interval, so this broker's heartbeats and
+            # requests go on. Only this task replays, and it waits here, so the image cannot change meanwhile;
+            # the new image and the authorizer's ACLs still change together, below, in one step of the loop.
+            after = await asyncio.to_thread(replay_batches, before, batches, None, note)
+        else:
+            after = replay_batches(before, batches, on_record=note)
         self.image = after
         if self._authorizer is None or after.acls is before.acls:
             return

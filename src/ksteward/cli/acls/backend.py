@@ -170,6 +170,11 @@ class WireBackend:
         self._errors = (AdminError, OSError)
         self._client = ksteward_admin(conn)  # PLAINTEXT or SASL PLAIN; anything else is a UsageError saying so
 
+    @property
+    def client(self) -> Any:
+        """The ``admin_client.AdminClient`` underneath (for ksteward's extensions, such as DescribeAcls v4)."""
+        return self._client
+
     def __enter__(self) -> WireBackend:
         return self
 
