@@ -22,9 +22,16 @@ __all__ = [
     "NO_ERROR",
     "ApiError",
     "ControllerResult",
+    "NotControllerError",
 ]
 
 T = TypeVar("T")
+
+
+class NotControllerError(Exception):
+    """This node is not the active controller, or stopped being it before a write committed (Kafka's
+    ``NotControllerException``): every entry of the request is answered NOT_CONTROLLER. For a write that was
+    already appended the outcome is unknown: a new leader may still commit it (docs/cluster.md, "Quorum")."""
 
 
 @dataclass(frozen=True, slots=True)

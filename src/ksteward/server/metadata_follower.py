@@ -84,6 +84,9 @@ class MetadataFollower:
         self._request_timeout_s = request_timeout_s
         self._connection: ControllerConnection | None = None
         self._address: Address | None = None
+        # The last call to the leader's endpoint failed: ask a bootstrap server next (Kafka's
+        # ``maybeSendFetchToBestNode``), whose answer names the current leader, perhaps a new one.
+        self._leader_unreachable = False
         self._published = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self.failure: BaseException | None = None  # set when following stopped for good
@@ -149,7 +152,9 @@ class MetadataFollower:
         except CALL_ERRORS as exc:
             log.debug("metadata fetch failed (%s); retrying", type(exc).__name__)
             await self._drop_connection()
+            self._leader_unreachable = self.observer.leader_endpoint is not None
             return False
+        self._leader_unreachable = False
         ok = True
         installed = False
         for action in self.observer.on_response(api_key, response, view):
@@ -166,7 +171,9 @@ class MetadataFollower:
 
     async def _connection_to_leader(self) -> ControllerConnection:
         address = self.observer.leader_endpoint
-        if address is None:  # not known yet: try the bootstrap servers in turn
+        if self._leader_unreachable and len(self._bootstrap) > 1:
+            address = None  # the leader did not answer: a voter tells who leads now
+        if address is None:  # not known, or not answering: try the bootstrap servers in turn
             address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
             if self._connection is None:
                 self._next_bootstrap += 1
