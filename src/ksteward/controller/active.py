@@ -41,7 +41,7 @@ from ksteward.controller.reassignment import (
     elect_leaders,
     list_partition_reassignments,
 )
-from ksteward.controller.result import ApiError, ControllerResult
+from ksteward.controller.result import ApiError, ControllerResult, NotControllerError
 from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -69,6 +69,8 @@ def _event(
 
     @functools.wraps(method)
     async def run(self: Controller, *args: P.args, **kwargs: P.kwargs) -> T:
+        if not self.is_active():  # a standby of a quorum (Kafka's ControllerWriteEvent on a non-active one)
+            raise NotControllerError("this controller is not the active controller")
         self._event_started = self.timer()
         return await method(self, *args, **kwargs)
 
@@ -105,6 +107,8 @@ class Controller:
         self.on_event_processed: Callable[[float], None] | None = None
         self.timer: Callable[[], float] = time.perf_counter
         self._event_started = 0.0
+        #: Whether this node is the active controller: always with one voter; with several, while it leads.
+        self.is_active: Callable[[], bool] = lambda: True
 
     async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
         """The one way a mutation reaches the log: its records appended as one batch (none when
