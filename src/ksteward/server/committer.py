@@ -132,11 +132,23 @@ class GroupCommitter:
         self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
         return self._enqueue(last_offset, records)
 
-    def begin_epoch(self, message: LeaderChangeMessage) -> asyncio.Future[int]:
+    def begin_epoch(self, message: LeaderChangeMessage, epoch: int | None = None) -> asyncio.Future[int]:
         """Append the epoch's LeaderChangeMessage control batch; the future resolves once it is durable.
 
         Kafka's new leader writes it at once because its high watermark may only pass a record of its own
-        epoch (``LeaderState.maybeUpdateHighWatermark``); the image moves past it with nothing to replay."""
+        epoch (``LeaderState.maybeUpdateHighWatermark``); the image moves past it with nothing to replay.
+        With several voters it is written before ``activate``, in ``epoch``, after every record of earlier
+        epochs in the log (``latest`` is not moved: the records before it are not replayed yet)."""
+        if self._quorum:
+            self.epoch = epoch if epoch is not None else self.epoch
+            key, value = encode_control_record(message)
+            _, last_offset = self._log.append([value], timestamp_ms=int(time.time() * 1000), leader_epoch=self.epoch,
+                                              control=True, keys=[key])  # fmt: skip
+            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            self._pending.append((last_offset, self._latest, [], future))
+            if not self._flushing:
+                self._start_flush()
+            return future
         if self._failure is not None:
             raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
         key, value = encode_control_record(message)
@@ -202,7 +214,7 @@ class GroupCommitter:
         done.add_done_callback(lambda f: self._flushed(f, target, started))
 
     def _flushed(self, done: asyncio.Future[None], target: int, started: float) -> None:
-        if self._quorum and not self.active:  # the leadership ended while this fsync ran: its batches failed
+        if self._quorum and not self.active and not self._pending:  # the leadership ended during this fsync
             self._flushing = False
             return
         failure = done.exception() if not done.cancelled() else asyncio.CancelledError()
@@ -242,10 +254,16 @@ class GroupCommitter:
             self._flushing = False
 
     def _durable_in_quorum(self, target: int) -> None:
-        """quorum mode: the batches up to ``target`` are durable here; they wait for the high watermark."""
+        """quorum mode: the batches up to ``target`` are durable here; they wait for the high watermark. Before
+        ``activate`` only the epoch's LeaderChange batch is written here: its future means durable, and the
+        quorum driver publishes it with the records before it once committed (``publish_committed``)."""
         count = 0
         while self._pending and self._pending[0][0] <= target:
-            self._uncommitted.append(self._pending.popleft())
+            entry = self._pending.popleft()
+            if self.active:
+                self._uncommitted.append(entry)
+            elif not entry[3].done():
+                entry[3].set_result(entry[0])
             count += 1
         self.batches_per_fsync.observe(count)
         if self._pending:
@@ -275,6 +293,11 @@ class GroupCommitter:
         self.epoch = epoch
         self._latest = self._published
         self.active = True
+
+    async def idle(self) -> None:
+        """Wait until no fsync of this committer runs (before another writer, the follower, touches the log)."""
+        while self._flushing:
+            await asyncio.sleep(0.005)
 
     def abandon(self) -> None:
         """quorum mode: this leadership ended. Waiting writes fail with NotControllerError (unknown outcome) and
