@@ -145,6 +145,7 @@ class GroupCommitter:
             _, last_offset = self._log.append([value], timestamp_ms=int(time.time() * 1000), leader_epoch=self.epoch,
                                               control=True, keys=[key])  # fmt: skip
             future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody need await it
             self._pending.append((last_offset, self._latest, [], future))
             if not self._flushing:
                 self._start_flush()
