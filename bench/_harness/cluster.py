@@ -78,6 +78,10 @@ def broker_node(
     controller has unfenced it, which needs it caught up with the metadata log."""
     (port,) = free_ports(1)
     controllers = [controller] if isinstance(controller, ServerProcess) else list(controller)
+    # A quorum's brokers also list the static voters, to reach a leader named without its endpoint.
+    voters = {}
+    if len(controllers) > 1:
+        voters["controller.quorum.voters"] = controllers[0].extra["controller.quorum.voters"]
     settings = {
         **SECURITY,
         "process.roles": "broker",
@@ -86,6 +90,7 @@ def broker_node(
         "listeners": f"PLAINTEXT://{HOST}:{port}",
         "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
         "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{c.port}" for c in controllers),
+        **voters,
         **(overrides or {}),
     }
     return ServerProcess(workdir, name, data_dir=data_dir, ports=(port, port), overrides=settings, watch=watch)

@@ -453,6 +453,8 @@ class ClusterNode(KstewardServer):
                 "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
                 "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{n.port}" for n in controllers),
             }
+            if self.quorum:  # the static voter set, for a leader named without its endpoint
+                base["controller.quorum.voters"] = self.voters()
         base.update(self.extra_overrides)
         return base
 
