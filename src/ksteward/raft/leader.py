@@ -348,6 +348,10 @@ class RaftLeader:
         error = self._leader_only_error(int(partition.current_leader_epoch))
         if error is not None:
             return self._snapshot_response(api_version, listener, error)
+        replica_id = int(request.replica_id)
+        if replica_id in self.voters and replica_id != self.node_id:
+            self.acknowledged.add(replica_id)
+            self._count_for_check_quorum(replica_id, now_ms)
         wanted = OffsetAndEpoch(int(partition.snapshot_id.end_offset), int(partition.snapshot_id.epoch))
         position = int(partition.position)
         chunk = None
@@ -358,10 +362,6 @@ class RaftLeader:
         size, data = chunk
         if position < 0 or position >= size:
             return self._snapshot_response(api_version, listener, ErrorCode.position_out_of_range)
-        replica_id = int(request.replica_id)
-        if replica_id in self.voters and replica_id != self.node_id:
-            self.acknowledged.add(replica_id)
-            self._count_for_check_quorum(replica_id, now_ms)
         return self._snapshot_response(
             api_version, listener, ErrorCode.none, snapshot=wanted, size=size, position=position, data=data
         )

@@ -186,6 +186,16 @@ class RaftObserver:
         """Every committed offset the leader reported is in the local log (the loader may apply up to it)."""
         return self.high_watermark is not None and self._download is None and log.log_end_offset >= self.high_watermark
 
+    def follow(self, leader_id: int | None, epoch: int) -> list[AbortSnapshotDownload]:
+        """Set the leader and epoch from outside (a voter decides its own transitions); a snapshot download
+        from another leader or epoch is dropped."""
+        actions: list[AbortSnapshotDownload] = []
+        if self._download is not None and (leader_id, epoch) != (self.leader_id, self.epoch):
+            actions.append(AbortSnapshotDownload(self._download.snapshot))
+            self._download = None
+        self.epoch, self.leader_id = epoch, leader_id
+        return actions
+
     # --- requests ---------------------------------------------------------------------------------
     def next_request(self, log: LogView) -> tuple[int, int, Any]:
         """``(api key, version, request body)``: FetchSnapshot while a download runs, else Fetch."""

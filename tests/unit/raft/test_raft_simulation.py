@@ -1,0 +1,163 @@
+"""Kafka's seven RaftEventSimulationTest scenarios over seeded simulations of 1-5 voters and 0-5 observers
+(raft_sim.py). Every event is followed by the invariant checks; every scenario ends with the committed
+data checked across nodes. ``KSTEWARD_RAFT_SIM_SEEDS=N`` runs N seeds per scenario (docs/testing.md)."""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from raft_sim import Cluster
+
+SEEDS = int(os.environ.get("KSTEWARD_RAFT_SIM_SEEDS", "10"))
+
+
+def _cluster(seed: int, min_voters: int = 1, max_voters: int = 5, *, voters: int | None = None) -> Cluster:
+    rng = random.Random(seed * 7919 + min_voters)
+    count = voters if voters is not None else rng.randint(min_voters, max_voters)
+    return Cluster(seed, count, rng.randint(0, 5))
+
+
+def _leader_id(cluster: Cluster) -> int:
+    leader = cluster.leader()
+    assert leader is not None
+    return leader.node_id
+
+
+def _finish(cluster: Cluster) -> None:
+    cluster.check_committed()
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_elect_initial_leader(seed: int) -> None:
+    """canElectInitialLeader: a leader is elected and every node reaches HW 10."""
+    cluster = _cluster(seed)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    assert cluster.leader() is not None
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("graceful", [False, True], ids=["killed", "graceful"])
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_elect_new_leader_after_old_leader_failure(seed: int, graceful: bool) -> None:
+    """canElectNewLeaderAfterOldLeaderFailure: the others reach HW 20, the old leader catches up +10."""
+    cluster = _cluster(seed, 3)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    old = _leader_id(cluster)
+    if graceful:
+        node = cluster.nodes[old]
+        node.shutting_down = True
+        assert node.voter is not None
+        cluster._perform(node, node.voter.begin_shutdown(cluster.now, 500))
+        cluster.run_until(lambda: node.voter is not None and node.voter.shutdown_complete(cluster.now))
+        node.log.flush()
+    cluster.kill(old)
+    cluster.run_until(lambda: cluster.all_reached(20))
+    cluster.start(old)
+    target = cluster.max_hw() + 10
+    cluster.run_until(lambda: cluster.all_reached(target))
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_recover_after_all_nodes_killed(seed: int) -> None:
+    """canRecoverAfterAllNodesKilled: a bare majority restarts and the HW moves 10 past the old maximum."""
+    cluster = _cluster(seed)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    for voter in cluster.voter_ids:
+        cluster.kill(voter)
+    cluster.run_for(200)
+    restarted = cluster.rng.sample(cluster.voter_ids, len(cluster.voter_ids) // 2 + 1)
+    for voter in restarted:
+        cluster.start(voter)
+    target = cluster.max_hw() + 10
+    cluster.run_until(lambda: cluster.all_reached(target, restarted))
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_elect_new_leader_after_old_leader_partitioned_away(seed: int) -> None:
+    """canElectNewLeaderAfterOldLeaderPartitionedAway: with the leader cut off, the others reach HW 20."""
+    cluster = _cluster(seed, 3)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    old = _leader_id(cluster)
+    for other in cluster.nodes:
+        if other != old:
+            cluster.blocked |= {(old, other), (other, old)}
+    others = [n for n in cluster.nodes if n != old]
+    cluster.run_until(lambda: cluster.all_reached(20, others))
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_make_progress_if_majority_is_reachable(seed: int) -> None:
+    """canMakeProgressIfMajorityIsReachable: 5 voters split {0,1} / {2,3,4}; only the majority commits; after
+    healing everyone catches up."""
+    cluster = _cluster(seed, voters=5)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    minority, majority_side = [0, 1], [2, 3, 4]
+    for a in minority:
+        for b in majority_side:
+            cluster.blocked |= {(a, b), (b, a)}
+    minority_hw = max(cluster.nodes[i].high_watermark for i in minority)
+    cluster.run_until(lambda: cluster.all_reached(minority_hw + 10, majority_side))
+    cluster.run_for(500)
+    # The minority never commits past what the majority side has.
+    assert max(cluster.nodes[i].high_watermark for i in minority) <= cluster.max_hw()
+    cluster.blocked.clear()
+    target = 2 * max(cluster.nodes[i].log.log_end_offset for i in majority_side)
+    cluster.run_until(lambda: cluster.all_reached(target))
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_make_progress_after_back_to_back_leader_failures(seed: int) -> None:
+    """canMakeProgressAfterBackToBackLeaderFailures: isolate the leader; once another leads, reconnect the
+    first and isolate the second; the HW still moves 10 further."""
+    cluster = _cluster(seed, 3)
+    cluster.run_until(lambda: cluster.all_reached(10))
+
+    def isolate(node_id: int) -> None:
+        cluster.blocked = {(node_id, o) for o in cluster.nodes if o != node_id}
+        cluster.blocked |= {(o, node_id) for o in cluster.nodes if o != node_id}
+
+    first = _leader_id(cluster)
+    epoch = cluster.nodes[first].voter.epoch  # type: ignore[union-attr]
+    isolate(first)
+
+    def new_leader() -> int | None:
+        for node in cluster.alive_nodes():
+            v = node.voter
+            if v is not None and v.leader is not None and v.epoch > epoch and node.node_id != first:
+                return node.node_id
+        return None
+
+    cluster.run_until(lambda: new_leader() is not None)
+    second = new_leader()
+    assert second is not None
+    isolate(second)
+    target = cluster.max_hw() + 10
+    reachable = [n for n in cluster.nodes if n != second]
+    cluster.run_until(lambda: cluster.all_reached(target, reachable))
+    _finish(cluster)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_can_recover_from_single_node_committed_data_loss(seed: int) -> None:
+    """canRecoverFromSingleNodeCommittedDataLoss: one voter loses its log and quorum-state; only
+    MonotonicHighWatermark and SingleLeader are checked, and the committed data stays consistent."""
+    cluster = _cluster(seed, 3)
+    cluster.check_data_loss_invariants = False
+    cluster.run_until(lambda: cluster.all_reached(10))
+    victim = cluster.rng.choice(cluster.voter_ids)
+    was_leader = victim == _leader_id(cluster)
+    cluster.kill(victim, wipe=True)
+    if was_leader:
+        cluster.run_until(lambda: cluster.leader() is not None)
+    else:
+        cluster.run_for(1000)
+    cluster.start(victim)
+    target = cluster.max_hw() + 10
+    cluster.run_until(lambda: cluster.all_reached(target))
+    _finish(cluster)
