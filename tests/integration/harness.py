@@ -500,7 +500,7 @@ class Cluster:
     def leader(self) -> ClusterNode | None:
         """The running controller that its ``quorum-state`` file names leader of the highest epoch any running
         controller's file holds; None while no running controller leads."""
-        states = [(node, node.quorum_state()) for node in self.controllers if node.running()]
+        states = [(node, node.quorum_state()) for node in self.controllers if node.running]
         epochs = [state["leaderEpoch"] for _, state in states if state is not None]
         if not epochs:
             return None

@@ -92,3 +92,19 @@ def test_a_standby_controller_refuses_every_operation_with_not_controller(tmp_pa
         log.close()
 
     asyncio.run(run())
+
+
+def test_a_high_watermark_that_passes_a_batch_before_its_local_fsync_answers_it_once_durable(tmp_path: Path) -> None:
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True)
+        committer.activate(1)
+        future = committer.append([acl("a")])
+        committer.advance_high_watermark(1)  # a follower has it; this node's fsync is still running
+        assert not future.done()
+        assert await future == 0  # answered by the fsync's completion, with no new high watermark
+        assert committer.published.offset == 0
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())

@@ -213,6 +213,7 @@ class Server:
             on_publish=self._on_publish,
             quorum=self._several_voters,
             on_durable=self._on_leader_durable,
+            on_append=self._on_leader_appended,
         )
         # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
         # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
@@ -281,6 +282,10 @@ class Server:
                                        self._controller, endpoints)  # fmt: skip
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
+
+    def _on_leader_appended(self) -> None:
+        if self._quorum is not None:
+            self._quorum.on_leader_appended()
 
     def _on_leader_durable(self, end_offset: int) -> None:
         if self._quorum is not None:

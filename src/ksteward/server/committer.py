@@ -22,11 +22,12 @@ The committer writes in one leader epoch, ``epoch``, chosen when the controller 
 **With several voters** (``quorum=True``), durable is not committed: a batch is committed once the Raft high
 watermark passes it, i.e. once a majority of voters has it durable (``LeaderState.maybeUpdateHighWatermark``).
 Each fsync then reports the durable end to ``on_durable`` (the quorum driver counts it as the leader's own end
-offset), and the batch waits until :meth:`advance_high_watermark` passes it; only then is its image published
-and its future resolved. :meth:`abandon` ends a leadership: every waiting future fails with
-``NotControllerError`` (the outcome is unknown: a new leader may still commit the batch) and ``latest`` goes
-back to the last committed image (Kafka's ``QuorumController.renounce`` reverting to ``lastStableOffset``).
-With one voter (the default) durable is committed, and nothing of this runs.
+offset), and the batch waits until :meth:`advance_high_watermark` passes it (durable here *and* under the high
+watermark: the leader serves its log end before its own fsync, so the high watermark can pass a batch first);
+only then is its image published and its future resolved. :meth:`abandon` ends a leadership: every waiting
+future fails with ``NotControllerError`` (the outcome is unknown: a new leader may still commit the batch) and
+``latest`` goes back to the last committed image (Kafka's ``QuorumController.renounce`` reverting to
+``lastStableOffset``). With one voter (the default) durable is committed, and nothing of this runs.
 """
 
 from __future__ import annotations
@@ -74,12 +75,15 @@ class GroupCommitter:
         on_publish: Callable[[MetadataImage, list[Any]], None] | None = None,
         quorum: bool = False,
         on_durable: Callable[[int], None] | None = None,
+        on_append: Callable[[], None] | None = None,
     ) -> None:
         self._log = metadata_log
         self._quorum = quorum
         self._on_durable = on_durable
+        self._on_append = on_append  # quorum mode: after each append (the leader serves its log end to fetchers)
         # quorum mode: durable batches waiting for the high watermark to pass them
         self._uncommitted: deque[tuple[int, MetadataImage, list[Any], asyncio.Future[int]]] = deque()
+        self._high_watermark = -1  # the highest the quorum driver reported
         #: Whether this node leads and may write: always with one voter; with several, from ``activate`` (the
         #: quorum driver, once this node leads and has applied every committed record) to ``abandon``.
         self.active = not quorum
@@ -149,6 +153,8 @@ class GroupCommitter:
             self._pending.append((last_offset, self._latest, [], future))
             if not self._flushing:
                 self._start_flush()
+            if self._on_append is not None:
+                self._on_append()
             return future
         if self._failure is not None:
             raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
@@ -166,6 +172,8 @@ class GroupCommitter:
             self._pending.append((last_offset, self._latest, records, future))
             if not self._flushing:
                 self._start_flush()
+            if self._on_append is not None:
+                self._on_append()
             return future
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
@@ -273,10 +281,13 @@ class GroupCommitter:
             self._flushing = False
         if self._on_durable is not None:
             self._on_durable(target + 1)
+        if self.active:  # the high watermark may have passed these batches before they were durable here
+            self.advance_high_watermark(self._high_watermark)
 
     def advance_high_watermark(self, high_watermark: int) -> None:
         """quorum mode: every durable batch below ``high_watermark`` (exclusive) is committed: publish it and
         answer its request; then the hooks (the Raft leader waking parked fetches) run, as after an fsync."""
+        self._high_watermark = max(self._high_watermark, high_watermark)
         committed = []
         while self._uncommitted and self._uncommitted[0][0] < high_watermark:
             offset, image, records, fut = self._uncommitted.popleft()

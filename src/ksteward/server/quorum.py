@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -129,11 +130,17 @@ class QuorumDriver:
         voters = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
         self._state_path = metadata_log.directory / QUORUM_STATE_FILE
         self._follower_log = FollowerLog(metadata_log)
+        # The leader serves its log up to its end, before its own fsync (Kafka's leader reads with log-end
+        # isolation and releases parked fetches just before it fsyncs, KafkaRaftClient.flushLeaderLog): the
+        # leader's and a follower's fsyncs overlap. A write is still answered only once durable here as well
+        # (GroupCommitter.advance_high_watermark resolves fsynced batches only) and on a follower (whose Fetch
+        # offset moves only after its FlushLog): on a majority of three.
+        self._view = MetadataLogView(metadata_log)
         self.voter = RaftVoter(
             node_id=config.node_id,
             cluster_id=cluster_id,
             voters=set(voters),
-            log=MetadataLogView(metadata_log, served_end=lambda: metadata_log.durable_offset),
+            log=self._view,
             endpoints=endpoints,
             config=self._config,
             rng=random.Random(),
@@ -190,6 +197,10 @@ class QuorumDriver:
             self._perform(actions)
         return response
 
+    def on_leader_appended(self) -> None:
+        """The leader appended a batch: parked fetches may take it now."""
+        self._notify_progress()
+
     def on_leader_durable(self, end_offset: int) -> None:
         """The leader's group commit fsynced up to ``end_offset``: its own end counts toward the high watermark."""
         if not self._started.is_set():
@@ -200,7 +211,7 @@ class QuorumDriver:
     async def _wait_parked(self, parked: ParkedFetch) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + parked.max_wait_ms / 1000
-        view_end = lambda: self._log.durable_offset  # noqa: E731 - the served end the leader reads up to
+        view_end = lambda: self._log.next_offset  # noqa: E731 - the served end the leader reads up to
         hw, epoch = self.voter.high_watermark, self.voter.epoch
         while view_end() <= parked.fetch_offset and self.voter.high_watermark == hw and self.voter.epoch == epoch:
             if self.voter.leader is None or self._closing:
@@ -237,18 +248,23 @@ class QuorumDriver:
 
     # --- carrying out the voter's actions ---------------------------------------------------------------
     def _perform(self, actions: list[VoterAction]) -> None:
+        log_moved = False
         for action in actions:
             if isinstance(action, PersistElectionState):
                 write_quorum_state(self._state_path, action.state)
             elif isinstance(action, SendRequest):
+                if log_moved and action.api_key == ApiKey.FETCH:
+                    action = dataclasses.replace(action, body=self._at_log_end(action.body))
                 self._send(action)
             elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
                 self._follower_log.apply_one(action)
+                log_moved = True
             elif isinstance(action, FlushLog):
                 self._log.flush()
             elif isinstance(action, BecameLeader):
-                log.info("raft: elected leader of epoch %d; the epoch starts at offset %d",
-                         action.epoch, action.epoch_start_offset)  # fmt: skip
+                granted = sorted(int(v.voter_id) for v in getattr(action.leader_change, "granting_voters", ()))
+                log.info("raft: elected leader of epoch %d with the votes of %s; the epoch starts at offset %d",
+                         action.epoch, granted, action.epoch_start_offset)  # fmt: skip
                 self._role.begin_claim(action.epoch, action.epoch_start_offset, action.leader_change)
             elif isinstance(action, LostLeadership):
                 log.info("raft: resigned the leadership of epoch %d: %s", action.epoch, action.reason)
@@ -261,6 +277,20 @@ class QuorumDriver:
                 pass  # logged below, with the state it leads to
         self._log_state()
         self._wake.set()
+
+    def _at_log_end(self, body: Any) -> Any:
+        """The voter builds its next Fetch in the same call that hands over the batches of the previous answer,
+        so before they are appended: that Fetch would ask for them again (and the leader would count this
+        follower behind, holding the high watermark back a round trip). Its position is set to the log end
+        after the append, as ``KafkaRaftClient.buildFetchRequest`` reads it when the request is sent."""
+        topics = []
+        for topic in body.topics:
+            end, epoch = self._view.log_end_offset, self._view.last_fetched_epoch
+            partitions = tuple(
+                dataclasses.replace(p, fetch_offset=end, last_fetched_epoch=epoch) for p in topic.partitions
+            )
+            topics.append(dataclasses.replace(topic, partitions=partitions))
+        return dataclasses.replace(body, topics=tuple(topics))
 
     def _log_state(self) -> None:
         voter = self.voter
