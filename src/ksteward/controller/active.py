@@ -109,6 +109,8 @@ class Controller:
         self._event_started = 0.0
         #: Whether this node is the active controller: always with one voter; with several, while it leads.
         self.is_active: Callable[[], bool] = lambda: True
+        #: With several voters: the newest write not committed yet, or None (see ``_commit``).
+        self.pending_write: Callable[[], Awaitable[int] | None] | None = None
 
     async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
         """The one way a mutation reaches the log: its records appended as one batch (none when
@@ -117,6 +119,11 @@ class Controller:
         report = self.on_event_processed
         if report is not None:
             report((self.timer() - self._event_started) * 1000)
+        if durable is None and self.pending_write is not None:
+            # Kafka's ControllerWriteEvent: an answer that wrote nothing still waits for the newest pending
+            # write to commit, since it was computed from state that includes it (with several voters, that
+            # write may never commit: then this fails with NOT_CONTROLLER as well).
+            durable = self.pending_write()
         if durable is not None:
             await durable
         return result.response

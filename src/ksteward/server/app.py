@@ -169,7 +169,7 @@ class Server:
         cfg = self._config
         try:
             return await asyncio.to_thread(load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes,
-                                           replay_log=not self._several_voters)  # fmt: skip
+                                           replay_log=not self._log_may_hold_uncommitted)  # fmt: skip
         except (OSError, MetadataLoadError) as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
 
@@ -268,6 +268,15 @@ class Server:
     def _several_voters(self) -> bool:
         """A controller in a quorum of several voters (issue 18): elected, not leading by itself."""
         return self._config.is_controller and len(self._config.quorum_voters) > 1
+
+    @property
+    def _log_may_hold_uncommitted(self) -> bool:
+        """Several controllers lead this log (voters, or bootstrap servers, beyond one): the local log may end
+        in records that were never committed, which the next leader may truncate. The node then starts from its
+        newest snapshot and replays its log only as the high watermark it learns passes it (Kafka's
+        MetadataLoader publishes only committed batches). One controller serves only committed records."""
+        cfg = self._config
+        return len(cfg.quorum_voters) > 1 or len(cfg.quorum_bootstrap_servers) > 1
 
     @property
     def quorum(self) -> QuorumDriver | None:

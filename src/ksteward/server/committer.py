@@ -300,6 +300,14 @@ class GroupCommitter:
         if committed:
             self._maybe_snapshot()
 
+    def newest_pending(self) -> asyncio.Future[int] | None:
+        """quorum mode: the future of the newest write not committed yet, or None."""
+        if self._pending:
+            return self._pending[-1][3]
+        if self._uncommitted:
+            return self._uncommitted[-1][3]
+        return None
+
     def activate(self, epoch: int) -> None:
         """quorum mode: this node leads ``epoch`` and its image holds every committed record: accept writes."""
         self.epoch = epoch

@@ -76,6 +76,7 @@ class ControllerQuorumRole:
         self.high_watermark = -1
         self.on_active: list[Callable[[int], None]] = []
         controller.is_active = lambda: committer.active
+        controller.pending_write = committer.newest_pending
 
     # --- Raft events ---------------------------------------------------------------------------------
     def begin_claim(self, epoch: int, epoch_start_offset: int, message: LeaderChangeMessage) -> None:
