@@ -65,6 +65,7 @@ def fail_over(cluster: Cluster, rng: random.Random, cycle: int, how: str) -> lis
         down = time.monotonic()
         new = cluster.wait_for_leader(30.0, other_than=old)
         assert _epoch(new) > old_epoch, f"{new.name} leads epoch {_epoch(new)}, not above {old_epoch}"
+        new.wait_for_log(rf"raft: elected leader of epoch {_epoch(new)} with the votes of")  # logged, with its epoch
         print(f"cycle {cycle}: {new.name} leads epoch {_epoch(new)} after {time.monotonic() - down:.2f}s")
 
         def acked_since_down(t: int) -> int:
@@ -76,6 +77,8 @@ def fail_over(cluster: Cluster, rng: random.Random, cycle: int, how: str) -> lis
             old.wait_ready()
         else:
             old.send_signal(signal.SIGCONT)
+            # It finds out: check-quorum, or a message of the higher epoch; the resignation is logged with why.
+            old.wait_for_log(rf"raft: resigned the leadership of epoch {old_epoch}: ", timeout=30.0)
         # The old leader rejoins as a follower of the new one (it learns the higher epoch).
         wait_for(lambda: (old.quorum_state() or {}).get("leaderEpoch", -1) >= _epoch(new), 30.0,
                  f"{old.name} follows epoch {_epoch(new)}")  # fmt: skip

@@ -84,6 +84,25 @@ _FOLLOWER_LOG_ACTIONS = (
 SHUTDOWN_TIMEOUT_MS = 2000
 
 
+def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
+    """The reason for a state change, as far as the driver sees it (the voter logs the details)."""
+    if not old:
+        return "read from quorum-state"
+    if new == "Prospective":
+        return "fetch timeout: no Fetch answer from the leader" if old == "Follower" else "election timeout"
+    if new == "Candidate":
+        return "a majority granted the pre-vote" if old == "Prospective" else "election"
+    if new == "Leader":
+        return "a majority granted the vote"
+    if new == "Resigned":
+        return "resigned the leadership"
+    if epoch > old_epoch:
+        return f"learnt epoch {epoch}"
+    if new == "Follower":
+        return "learnt the leader"
+    return "election failed or timed out"
+
+
 def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
     """Kafka's ``controller.quorum.*`` keys (``QuorumConfig``), with its defaults."""
     defaults = QuorumConfig()
@@ -299,9 +318,9 @@ class QuorumDriver:
             return
         old_state, old_epoch, _ = self._described
         self._described = described
-        why = "a higher epoch" if voter.epoch > old_epoch >= 0 else old_state.lower() or "start-up"
         leader = f", leader {voter.leader_id}" if voter.leader_id >= 0 else ""
-        log.info("raft state: %s in epoch %d%s (from %s)", voter.kind.value, voter.epoch, leader, why)
+        log.info("raft state: %s in epoch %d%s (was %s; %s)", voter.kind.value, voter.epoch, leader,
+                 old_state or "starting", _why(old_state, old_epoch, voter.kind.value, voter.epoch))  # fmt: skip
 
     def _send(self, action: SendRequest) -> None:
         task = asyncio.get_running_loop().create_task(self._call(action), name=f"raft-send-{action.request_id}")
