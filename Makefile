@@ -39,11 +39,13 @@ cluster: $(STAMP)
 test: dev
 	$(PY) -m pytest -q
 
-# The long fault runs: every kill-and-restart test 20 times at seeded random points (docs/testing.md).
+# The long fault runs: every kill-and-restart test 20 times at seeded random points, and the Raft
+# simulation over 100 seeds per scenario (docs/testing.md).
 test-slow: dev
 	KSTEWARD_FAULT_CYCLES=20 $(PY) -m pytest -q -s tests/integration/test_crash_safety.py \
 		tests/integration/test_cluster_faults.py tests/integration/test_quorum_failover.py \
 		tests/pipeline/test_spark_standalone.py::test_an_audit_survives_the_loss_of_its_executor
+	KSTEWARD_RAFT_SIM_SEEDS=100 $(PY) -m pytest -q tests/unit/raft/test_raft_simulation.py
 
 LINT_DIRS := $(wildcard src tests bench)
 

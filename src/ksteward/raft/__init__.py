@@ -6,7 +6,10 @@
 - ``log_view``: the Raft view of a ``MetadataLog`` both sides read, and Kafka's VALID / DIVERGING /
   SNAPSHOT rule;
 - ``quorum_state``: the ``quorum-state`` file (blocking file I/O, as ``follower_log``'s log writes) and the
-  single controller voter's new epoch at every start.
+  single controller voter's new epoch at every start;
+- ``voter`` (over ``replica_states``, ``election``, ``messages``, ``voter_actions``): a voter of a static
+  quorum (elections with pre-vote, leadership, following) as a state machine that returns actions;
+- ``progress``: the leader's view of each replica, which DescribeQuorum reports.
 
 The rules are written up in docs/raft.md.
 """

@@ -105,6 +105,7 @@ class VoterState:
         self._has_fetched = False
         self._fetch_inflight: int | None = None
         self._fetch_retry_at = 0
+        self._fetch_deferred = False
         self._retry_at: dict[int, int] = {}  # destination -> when a failed Vote/End request may be re-sent
         self._inflight: dict[int, Inflight] = {}
         self._next_request_id = 1

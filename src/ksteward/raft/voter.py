@@ -16,7 +16,9 @@ How a driver uses it
                       config=QuorumConfig(), rng=random.Random())
     perform(voter.start(read_quorum_state(path), now_ms))        # once, before anything else
     loop:
-        on a timer (at the latest at voter.next_deadline_ms()):   perform(voter.tick(now_ms))
+        on a timer (at the latest at voter.next_deadline_ms(), asked again after every call; it may be
+        "now", e.g. the next Fetch is built only once the batches just received are in the log):
+            perform(voter.tick(now_ms))
         on a request (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) from a peer or broker:
             response, actions = voter.handle_request(api_key, api_version, request, listener, now_ms)
             perform(actions); then send ``response`` -- or, when it is a ``ParkedFetch``, park it until the
@@ -108,8 +110,8 @@ class RaftVoter(VoterState):
             self._set_kind(StateKind.CANDIDATE, actions)
             self._start_round(now_ms)
         elif stored.leader_id >= 0 and stored.leader_id != self.node_id:
-            self._to_follower(stored.leader_epoch, stored.leader_id, now_ms, actions)
-            self._voted_id = stored.voted_id
+            self._epoch, self._voted_id = stored.leader_epoch, stored.voted_id  # the same epoch keeps the vote
+            self._maybe_transition(stored.leader_id, stored.leader_epoch, now_ms, actions)
         else:
             self._to_unattached(stored.leader_epoch, stored.leader_id, stored.voted_id, now_ms, actions)
         if self.voters == {self.node_id}:  # a quorum of one elects itself at once
@@ -136,7 +138,7 @@ class RaftVoter(VoterState):
         elif kind is StateKind.FOLLOWER:
             deadlines.append(self._fetch_deadline)
             if self._fetch_inflight is None:
-                deadlines.append(self._fetch_retry_at)
+                deadlines.append(self._fetch_retry_at)  # "now" after a Fetch answer changed the log
         elif kind is StateKind.CANDIDATE and self._backoff_deadline < NEVER:
             deadlines.append(self._backoff_deadline)
         else:
@@ -295,6 +297,8 @@ class RaftVoter(VoterState):
                         replica_directory_id=self.directory_id,
                     )  # fmt: skip
                     self._send(voter, ApiKey.VOTE, body, now_ms, actions)
+        elif self._fetch_deferred:
+            self._fetch_deferred = False  # next_deadline_ms() is now: the driver ticks once it did the actions
         elif (
             kind is StateKind.FOLLOWER
             and self._fetch_inflight is None
@@ -393,6 +397,9 @@ class RaftVoter(VoterState):
                 actions.append(FlushLog())  # a voter's appends are durable before its next Fetch
             elif not isinstance(action, LeaderChanged):
                 actions.append(action)
+            if not isinstance(action, Backoff | HighWatermarkUpdated | LeaderChanged):
+                # The next Fetch is built from the log these actions change: only after the driver did them.
+                self._fetch_deferred = True
         self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
         self._has_fetched = True
 

@@ -1,7 +1,8 @@
 """A deterministic simulation of a KRaft quorum, after Kafka's RaftEventSimulationTest.
 
 One seeded event scheduler on a simulated millisecond clock drives ``RaftVoter``s (and ``RaftObserver``s
-for brokers) over an in-memory router that delays, reorders, drops and partitions messages. Each node
+for brokers) over an in-memory router that delays (a tenth of the messages by up to 250 ms), reorders,
+drops (1 %) and partitions messages. Each node
 has a ``SimLog`` (real record batches, so the Fetch path is the production one) that survives a kill but
 loses what was not flushed, like Kafka's ``MockLog.reopen``, and a quorum-state slot that survives a kill.
 The leader plays Kafka's ``ReplicatedCounter``: it appends ``previous value + 1``, one record per batch.
@@ -177,6 +178,8 @@ class Cluster:
         self.epoch_leaders: dict[int, int] = {}
         self.committed: dict[int, int | None] = {}
         self.check_data_loss_invariants = True
+        self.loss = 0.01  # the share of messages dropped
+        self.slow = 0.1  # the share of messages delayed 5-250 ms
         self.events_run = 0
         for node in self.nodes.values():
             self.start(node.node_id)
@@ -262,7 +265,11 @@ class Cluster:
             if node.alive and node.incarnation == incarnation and (source, destination) not in self.blocked:
                 deliver(node)
 
-        self._schedule(self.rng.randint(1, 5), arrive)
+        roll = self.rng.random()
+        if roll < self.loss:
+            return  # lost on the way
+        # Mostly 1-5 ms; a tail of slow deliveries reorders messages and lets replicas lag.
+        self._schedule(self.rng.randint(1, 5) if roll > self.slow else self.rng.randint(5, 250), arrive)
 
     def _send_request(
         self, source: Node, destination: int, api_key: int, version: int, body: Any, request_id: int

@@ -10,7 +10,7 @@ import random
 import pytest
 from raft_sim import Cluster
 
-SEEDS = int(os.environ.get("KSTEWARD_RAFT_SIM_SEEDS", "10"))
+SEEDS = int(os.environ.get("KSTEWARD_RAFT_SIM_SEEDS", "25"))
 
 
 def _cluster(seed: int, min_voters: int = 1, max_voters: int = 5, *, voters: int | None = None) -> Cluster:
