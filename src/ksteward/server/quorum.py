@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import random
 import time
@@ -149,11 +148,12 @@ class QuorumDriver:
         voters = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
         self._state_path = metadata_log.directory / QUORUM_STATE_FILE
         self._follower_log = FollowerLog(metadata_log)
-        # The leader serves its log up to its end, before its own fsync (Kafka's leader reads with log-end
-        # isolation and releases parked fetches just before it fsyncs, KafkaRaftClient.flushLeaderLog): the
-        # leader's and a follower's fsyncs overlap. A write is still answered only once durable here as well
-        # (GroupCommitter.advance_high_watermark resolves fsynced batches only) and on a follower (whose Fetch
-        # offset moves only after its FlushLog): on a majority of three.
+        # The leader serves its log up to its end, before its own fsync, as Kafka's leader does (log-end isolation;
+        # parked fetches are released just before the fsync, KafkaRaftClient.flushLeaderLog): the leader's and a
+        # follower's fsyncs overlap. The high watermark then counts the leader's log end, like Kafka's. A write
+        # is still answered only once durable here too (GroupCommitter.advance_high_watermark resolves fsynced
+        # batches only), and the high watermark is a follower's fetch offset, which moves only after its
+        # FlushLog: every acknowledged write is durable on a majority (docs/cluster.md, "Quorum").
         self._view = MetadataLogView(metadata_log)
         self.voter = RaftVoter(
             node_id=config.node_id,
@@ -267,17 +267,13 @@ class QuorumDriver:
 
     # --- carrying out the voter's actions ---------------------------------------------------------------
     def _perform(self, actions: list[VoterAction]) -> None:
-        log_moved = False
         for action in actions:
             if isinstance(action, PersistElectionState):
                 write_quorum_state(self._state_path, action.state)
             elif isinstance(action, SendRequest):
-                if log_moved and action.api_key == ApiKey.FETCH:
-                    action = dataclasses.replace(action, body=self._at_log_end(action.body))
                 self._send(action)
             elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
                 self._follower_log.apply_one(action)
-                log_moved = True
             elif isinstance(action, FlushLog):
                 self._log.flush()
             elif isinstance(action, BecameLeader):
@@ -296,20 +292,6 @@ class QuorumDriver:
                 pass  # logged below, with the state it leads to
         self._log_state()
         self._wake.set()
-
-    def _at_log_end(self, body: Any) -> Any:
-        """The voter builds its next Fetch in the same call that hands over the batches of the previous answer,
-        so before they are appended: that Fetch would ask for them again (and the leader would count this
-        follower behind, holding the high watermark back a round trip). Its position is set to the log end
-        after the append, as ``KafkaRaftClient.buildFetchRequest`` reads it when the request is sent."""
-        topics = []
-        for topic in body.topics:
-            end, epoch = self._view.log_end_offset, self._view.last_fetched_epoch
-            partitions = tuple(
-                dataclasses.replace(p, fetch_offset=end, last_fetched_epoch=epoch) for p in topic.partitions
-            )
-            topics.append(dataclasses.replace(topic, partitions=partitions))
-        return dataclasses.replace(body, topics=tuple(topics))
 
     def _log_state(self) -> None:
         voter = self.voter
