@@ -2,7 +2,8 @@
 
 1. Under a steady stream of forwarded mutations (CreateAcls, CreateTopics, IncrementalAlterConfigs; the
    confluent-kafka and kafka-python clients of ``test_cluster_faults.MutationStream``), the active controller
-   is repeatedly killed (SIGKILL, then restarted) or stopped (SIGSTOP, then SIGCONT). Each time another voter
+   is repeatedly killed (SIGKILL, then restarted) or stopped (SIGSTOP, then SIGCONT); from the third failover
+   (``make test-slow``) also shut down gracefully (SIGTERM: it resigns first, then restarts). Each time another voter
    is elected in a higher epoch; the stream goes on through it; every client call ends (no hang); and in the
    end, in the leader's log, every acknowledged mutation is present exactly once and every other at most once
    (a write that failed with NOT_CONTROLLER or a timeout has an unknown outcome: a new leader may commit it).
@@ -60,6 +61,8 @@ def fail_over(cluster: Cluster, rng: random.Random, cycle: int, how: str) -> lis
                  f"{after} acknowledged calls")  # fmt: skip
         if how == "kill":
             old.kill()
+        elif how == "term":  # graceful: it resigns (EndQuorumEpoch) and waits for a successor, then exits 0
+            old.stop()
         else:
             old.send_signal(signal.SIGSTOP)
         down = time.monotonic()
@@ -72,7 +75,7 @@ def fail_over(cluster: Cluster, rng: random.Random, cycle: int, how: str) -> lis
             return stream.count(lambda c: c.thread == t and c.started > down and c.outcome == "ack")
 
         wait_for(lambda: all(acked_since_down(t) >= 2 for t in range(STREAM_THREADS)), 60.0, "the stream goes on")
-        if how == "kill":
+        if how in ("kill", "term"):
             old.spawn()
             old.wait_ready()
         else:
@@ -106,7 +109,7 @@ def test_the_active_controller_killed_or_stopped_under_forwarded_writes_loses_no
         rng.shuffle(ways)
         calls: list[Call] = []
         for cycle in range(FAILOVERS):
-            calls += fail_over(cluster, rng, cycle, ways[cycle % 2] if cycle < 2 else rng.choice(ways))
+            calls += fail_over(cluster, rng, cycle, ways[cycle % 2] if cycle < 2 else rng.choice([*ways, "term"]))
         for broker in cluster.brokers:  # FIFO forwarding: every request a broker still held is settled after this
             create_topic_acl(broker, f"barrier-{broker.name}")
         leader = cluster.wait_for_leader()
