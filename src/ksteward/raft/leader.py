@@ -71,9 +71,10 @@ class _ReplicaState:
         leader's end as of the previous fetch (then it was caught up at that fetch)."""
         if now_ms >= 0:
             if fetch_offset >= leader_end:
-                self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
-            elif self.last_fetch_leader_end > 0 and fetch_offset >= self.last_fetch_leader_end:
-                self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+                if now_ms > self.last_caught_up_ms:
+                    self.last_caught_up_ms = now_ms
+            elif 0 < self.last_fetch_leader_end <= fetch_offset and self.last_fetch_ms > self.last_caught_up_ms:
+                self.last_caught_up_ms = self.last_fetch_ms
             self.last_fetch_ms = now_ms
         self.last_fetch_leader_end = leader_end
         self.end_offset = fetch_offset
@@ -173,7 +174,7 @@ class RaftLeader:
         if state is None:
             state = self._replicas[replica_id] = _ReplicaState()
         state.update(fetch_offset, self.log.end_offset, now_ms)
-        if replica_id in self.voters:
+        if self._other_voters and replica_id in self.voters:
             self.acknowledged.add(replica_id)
             self._count_for_check_quorum(replica_id, now_ms)
             self.update_high_watermark()

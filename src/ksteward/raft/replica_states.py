@@ -146,6 +146,14 @@ class VoterState:
         """The leader's Fetch side and progress while this node leads, else None."""
         return self._responder if self._kind is StateKind.LEADER else None
 
+    @property
+    def accepts_writes(self) -> bool:
+        """Leader, and its LeaderChange record is committed: every earlier record is too, so the controller
+        has replayed them all once it applied up to the high watermark (Kafka's ``handleLeaderChange`` on the
+        leader fires only then)."""
+        leader = self.leader
+        return leader is not None and leader.high_watermark > leader.epoch_start_offset
+
     def election_state(self) -> ElectionState:
         """What ``quorum-state`` holds for the current state."""
         return ElectionState(self._epoch, self._leader_id, self._voted_id, tuple(sorted(self.voters)))
@@ -231,6 +239,9 @@ class VoterState:
 
     def _to_prospective(self, now_ms: int, actions: list[VoterAction], *, retries: int = 1) -> None:
         """KIP-996: ask for pre-votes at the current epoch before bumping it. Leader and vote are kept."""
+        if len(self.voters) > 1:
+            log.info("node %d asks for pre-votes in epoch %d (%s timed out)", self.node_id, self._epoch,
+                     "its fetch" if self._kind is StateKind.FOLLOWER else "its election timer")  # fmt: skip
         self._set_kind(StateKind.PROSPECTIVE, actions)
         self._retries = retries
         self._start_round(now_ms)
@@ -240,6 +251,8 @@ class VoterState:
     def _to_candidate(self, now_ms: int, actions: list[VoterAction]) -> None:
         old = (self._leader_id, self._epoch)
         self._epoch, self._leader_id, self._voted_id = self._epoch + 1, -1, self.node_id
+        if len(self.voters) > 1:
+            log.info("node %d runs for leader of epoch %d", self.node_id, self._epoch)
         self._set_kind(StateKind.CANDIDATE, actions)
         self._start_round(now_ms)
         self._announce(old, actions)
@@ -352,6 +365,7 @@ class VoterState:
 
     def _prospective_failed(self, now_ms: int, actions: list[VoterAction]) -> None:
         """Back to following the leader it knew, else Unattached (KIP-996); a new election timeout."""
+        log.info("node %d: the pre-vote in epoch %d failed", self.node_id, self._epoch)
         if self._leader_id >= 0 and self._leader_id != self.node_id and self._leader_id in self.voters:
             self._to_follower(self._epoch, self._leader_id, now_ms, actions)
         else:

@@ -51,7 +51,8 @@ How a driver uses it
   followers alike; it never goes down. ``voter.high_watermark`` holds the latest (-1 unknown).
 
 State for logging and DescribeQuorum: ``kind``, ``epoch``, ``leader_id``, ``voted_id``, ``leader`` (the
-``RaftLeader`` while leading, whose ``describe(now_ms)`` DescribeQuorum reports). ``resign(epoch,
+``RaftLeader`` while leading, whose ``describe(now_ms)`` DescribeQuorum reports), ``accepts_writes`` (leading,
+and the epoch's LeaderChange record committed). ``resign(epoch,
 now_ms)`` gives leadership up; ``begin_shutdown(now_ms, timeout_ms)`` and ``shutdown_complete(now_ms)`` are
 Kafka's graceful shutdown. Errors Kafka treats as fatal raise ``RaftFatalError``. docs/raft.md has the rules.
 """
@@ -384,9 +385,7 @@ class RaftVoter(VoterState):
             return
         if not current or self._kind is not StateKind.FOLLOWER or info.epoch != self._epoch:
             return  # e.g. an answer from the old leader after this node became Prospective: nothing is appended
-        if error != ErrorCode.none:
-            self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
-            return
+        # The fetch side handles the rest, errors too (SNAPSHOT_NOT_FOUND ends a download).
         for action in self._fetcher.on_response(info.api_key, response, self.log):
             if isinstance(action, Backoff):
                 self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
@@ -400,8 +399,11 @@ class RaftVoter(VoterState):
             if not isinstance(action, Backoff | HighWatermarkUpdated | LeaderChanged):
                 # The next Fetch is built from the log these actions change: only after the driver did them.
                 self._fetch_deferred = True
-        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
-        self._has_fetched = True
+        if error == ErrorCode.none:
+            self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+            self._has_fetched = True
+        elif not self._fetch_deferred:
+            self._fetch_retry_at = now_ms + self.config.retry_backoff_ms
 
     def _after_leader_fetch(self, actions: list[VoterAction]) -> None:
         if self._kind is StateKind.LEADER:

@@ -399,12 +399,11 @@ class Cluster:
     # --- the leader's writes ------------------------------------------------------------------------
     def _append_tick(self) -> None:
         leader = self.leader()
-        if leader is not None and leader.voter is not None and not leader.shutting_down:
-            engine = leader.voter.leader
-            # Like the controller: write only once the epoch's own LeaderChange record is committed.
-            if engine is not None and engine.high_watermark > engine.epoch_start_offset:
-                leader.log.append_value(leader.log.last_value() + 1, leader.voter.epoch)
-                self._schedule_flush(leader)
+        # Like the controller: write only once the epoch's own LeaderChange record is committed.
+        voter = leader.voter if leader is not None and not leader.shutting_down else None
+        if leader is not None and voter is not None and voter.accepts_writes:
+            leader.log.append_value(leader.log.last_value() + 1, voter.epoch)
+            self._schedule_flush(leader)
         self._schedule(self.rng.randint(15, 30), self._append_tick)
 
     def _schedule_flush(self, node: Node) -> None:

@@ -200,9 +200,9 @@ def test_leader_change_record_then_hw_only_past_it_with_a_majority() -> None:
     h._apply(h.voter.on_log_flushed(h.now))
     assert h.high_watermarks() == [] and leader.high_watermark == -1
     _voter_fetch(h, 2, 9, 1, h.now)  # the follower has the old records only
-    assert h.high_watermarks() == []
+    assert h.high_watermarks() == [] and not h.voter.accepts_writes
     _voter_fetch(h, 2, 10, h.voter.epoch, h.now)
-    assert h.high_watermarks() == [10]
+    assert h.high_watermarks() == [10] and h.voter.accepts_writes
 
 
 def test_leader_emits_became_leader_at_its_log_end() -> None:
@@ -364,3 +364,70 @@ def test_begin_quorum_epoch_answer_acknowledges() -> None:
         h.respond(send, epoch_answer(send, epoch=h.voter.epoch, leader=1))
     leader = h.voter.leader
     assert leader is not None and leader.acknowledged == {2, 3}
+
+
+def _fetch_response(leader: int, epoch: int, **fields: Any) -> Any:
+    partition = {"partition_index": 0, "error_code": 0, "high_watermark": -1, "last_stable_offset": -1,
+                 "log_start_offset": 0, "diverging_epoch": {"epoch": -1, "end_offset": -1},
+                 "current_leader": {"leader_id": leader, "leader_epoch": epoch},
+                 "snapshot_id": {"end_offset": -1, "epoch": -1}, "aborted_transactions": None,
+                 "preferred_read_replica": -1, "records": b""}  # fmt: skip
+    partition.update(fields)
+    topic = {"topic_id": METADATA_TOPIC_ID, "topic": METADATA_TOPIC_NAME, "partitions": [partition]}
+    return build(response_class(ApiKey.FETCH, 17), {"error_code": 0, "session_id": 0, "responses": [topic]})
+
+
+def test_follower_downloads_a_snapshot_and_falls_back_to_fetch_when_it_is_gone() -> None:
+    """KafkaRaftClientSnapshotTest#testFetchRequestOffsetAtZero (the follower's side) and
+    #testFetchSnapshotResponseMissingSnapshot: FetchSnapshot replaces Fetch while the download runs."""
+    h = Harness(state=stored(2, leader=2))
+    fetch = h.sends(ApiKey.FETCH)[-1]
+    h.take()
+    h.respond(fetch, _fetch_response(2, 2, snapshot_id={"end_offset": 10, "epoch": 2}))
+    assert [type(a).__name__ for a in h.actions] == ["StartSnapshotDownload"]
+    h.tick(h.now)
+    (download,) = h.sends(ApiKey.FETCH_SNAPSHOT)
+    p = download.body.topics[0].partitions[0]
+    assert (p.snapshot_id.end_offset, p.snapshot_id.epoch, p.position, download.destination) == (10, 2, 0, 2)
+    h.take()
+    partition = {"index": 0, "error_code": ErrorCode.snapshot_not_found, "snapshot_id": {"end_offset": -1, "epoch": -1},
+                 "current_leader": {"leader_id": 2, "leader_epoch": 2}, "size": -1, "position": -1,
+                 "unaligned_records": b""}  # fmt: skip
+    values = {"error_code": 0, "topics": [{"name": METADATA_TOPIC_NAME, "partitions": [partition]}]}
+    h.respond(download, build(response_class(ApiKey.FETCH_SNAPSHOT, 1), values))
+    assert [type(a).__name__ for a in h.actions] == ["AbortSnapshotDownload"]
+    h.tick(h.now)
+    (again,) = h.sends(ApiKey.FETCH)
+    assert again.body.topics[0].partitions[0].fetch_offset == 0
+
+
+def test_a_leader_change_drops_the_download() -> None:
+    """KafkaRaftClient: a new leader or epoch ends a snapshot download from the old one."""
+    h = Harness(state=stored(2, leader=2))
+    fetch = h.sends(ApiKey.FETCH)[-1]
+    h.respond(fetch, _fetch_response(2, 2, snapshot_id={"end_offset": 10, "epoch": 2}))
+    h.take()
+    h.begin_epoch(3, 3)
+    assert "AbortSnapshotDownload" in [type(a).__name__ for a in h.actions]
+    h.tick(h.now)
+    assert [s.destination for s in h.sends(ApiKey.FETCH)] == [3]
+
+
+@pytest.mark.parametrize(
+    ("request_epoch", "error"),
+    [(5, ErrorCode.not_leader_or_follower), (4, ErrorCode.fenced_leader_epoch), (6, ErrorCode.unknown_leader_epoch)],
+)
+def test_a_follower_answers_fetch_and_fetch_snapshot_with_the_leader_it_knows(
+    request_epoch: int, error: ErrorCode
+) -> None:
+    """KafkaRaftClientSnapshotTest#testFetchSnapshotRequestAsFollower, #testFetchSnapshotRequestWithOlderEpoch,
+    #testFetchSnapshotRequestWithNewerEpoch; the same checks for Fetch (validateLeaderOnlyRequest)."""
+    h = Harness(state=stored(5, leader=2))
+    body = fetch_request(0, 0, leader_epoch=request_epoch, replica_id=3, cluster_id="test-cluster")
+    data = h.request(ApiKey.FETCH, body, 17).responses[0].partitions[0]
+    assert (data.error_code, data.high_watermark) == (error, -1)
+    assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (2, 5)
+    snapshot = snapshot_request(5, 1, 0, leader_epoch=request_epoch, cluster_id=None)
+    data = h.request(ApiKey.FETCH_SNAPSHOT, snapshot, 1).topics[0].partitions[0]
+    assert (data.error_code, data.current_leader.leader_id, data.current_leader.leader_epoch) == (error, 2, 5)
+    assert h.voter.kind is StateKind.FOLLOWER

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from kio.schema.errors import ErrorCode
 from voter_harness import CONFIG, Harness, fetch_answer, leader_log, stored, vote_answer
@@ -11,7 +13,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.raft import messages
 from ksteward.raft.election import QuorumConfig, StateKind
 from ksteward.raft.observer import AppendBatches
-from ksteward.raft.quorum_state import ElectionState
+from ksteward.raft.quorum_state import ElectionState, read_quorum_state, write_quorum_state
 from ksteward.raft.voter_actions import BecameLeader, PersistElectionState, SendRequest
 
 
@@ -264,3 +266,20 @@ def test_unattached_grants_only_a_log_at_least_as_up_to_date(
     h = Harness(state=stored(2), layout=[(1, 3)])
     _, p = h.vote(3, 2, last_epoch, last_offset, pre_vote=pre_vote)
     assert (p.error_code, p.vote_granted) == (ErrorCode.none, granted)
+
+
+def test_every_persisted_state_reads_back_and_restarts_the_same(tmp_path: Path) -> None:
+    """FileQuorumStateStore.writeElectionStateToFile then readElectionState, and QuorumState.initialize from
+    it: a vote, a candidacy and a followed leader come back as they were."""
+    h = Harness(state=stored(2))
+    _, p = h.vote(3, 2, 0, 0)
+    assert p.vote_granted
+    path = tmp_path / "quorum-state"
+    for state in [a.state for a in h.actions if isinstance(a, PersistElectionState)]:
+        write_quorum_state(path, state)
+        assert read_quorum_state(path) == state
+    restarted = Harness(state=read_quorum_state(path))
+    assert (restarted.voter.kind, restarted.voter.epoch, restarted.voter.voted_id) == (StateKind.UNATTACHED, 3, 2)
+    assert not restarted.vote(3, 3, 0, 0)[1].vote_granted  # the vote survived the restart
+    follower = Harness(state=stored(4, leader=3, voted=3))
+    assert (follower.voter.kind, follower.voter.leader_id, follower.voter.voted_id) == (StateKind.FOLLOWER, 3, 3)
