@@ -10,7 +10,8 @@ cluster is formatted with the same ``cluster.id``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench._harness.server import ServerProcess
@@ -66,7 +67,7 @@ def broker_node(
     workdir: Path,
     name: str,
     cluster_id: str,
-    controller: ServerProcess,
+    controller: ServerProcess | Sequence[ServerProcess],
     node_id: int,
     *,
     data_dir: Path | None = None,
@@ -76,6 +77,11 @@ def broker_node(
     """A broker-only node: one PLAINTEXT client listener, opened (and the ready line printed) only once the
     controller has unfenced it, which needs it caught up with the metadata log."""
     (port,) = free_ports(1)
+    controllers = [controller] if isinstance(controller, ServerProcess) else list(controller)
+    # A quorum's brokers also list the static voters, to reach a leader named without its endpoint.
+    voters = {}
+    if len(controllers) > 1:
+        voters["controller.quorum.voters"] = controllers[0].extra["controller.quorum.voters"]
     settings = {
         **SECURITY,
         "process.roles": "broker",
@@ -83,7 +89,40 @@ def broker_node(
         "cluster.id": cluster_id,
         "listeners": f"PLAINTEXT://{HOST}:{port}",
         "advertised.listeners": f"PLAINTEXT://{HOST}:{port}",
-        "controller.quorum.bootstrap.servers": f"{HOST}:{controller.port}",
+        "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{c.port}" for c in controllers),
+        **voters,
         **(overrides or {}),
     }
     return ServerProcess(workdir, name, data_dir=data_dir, ports=(port, port), overrides=settings, watch=watch)
+
+
+def quorum_nodes(
+    workdir: Path, cluster_id: str, count: int, *, overrides: Mapping[str, str] | None = None
+) -> list[ServerProcess]:
+    """``count`` controller-only voters (nodes 1..count, ``controller`` 1..count), each listing all of them in
+    ``controller.quorum.voters`` (issue 18). Start them together: none is ready alone until a leader exists."""
+    ports = free_ports(count)
+    voters = ",".join(f"{i + 1}@{HOST}:{port}" for i, port in enumerate(ports))
+    nodes = []
+    for i, port in enumerate(ports):
+        settings = {
+            **SECURITY,
+            "process.roles": "controller",
+            "node.id": str(i + 1),
+            "cluster.id": cluster_id,
+            "listeners": f"CONTROLLER://{HOST}:{port}",
+            "advertised.listeners": "",
+            "inter.broker.listener.name": "",
+            "controller.quorum.voters": voters,
+            **(overrides or {}),
+        }
+        nodes.append(ServerProcess(workdir, f"controller{i + 1}", ports=(port, port), overrides=settings))
+    return nodes
+
+
+def quorum_state(node: ServerProcess) -> dict[str, int] | None:
+    """The node's ``quorum-state`` file (leaderId, leaderEpoch, ...), or None while it has none or it is torn."""
+    try:
+        return json.loads((node.data_dir / "__cluster_metadata-0" / "quorum-state").read_text())
+    except (OSError, ValueError):
+        return None

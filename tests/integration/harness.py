@@ -8,6 +8,7 @@ here is registered, so the pytest hooks can kill strays and show log tails when 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import re
@@ -17,7 +18,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from rawkafka import ConnectionClosed, RawConnection
@@ -402,12 +403,29 @@ class ClusterNode(KstewardServer):
         cluster_id: str,
         controller: ClusterNode | None = None,
         overrides: Mapping[str, str] | None = None,
+        *,
+        quorum: Sequence[ClusterNode] = (),
     ) -> None:
         self.role = role
         self.cluster_node_id = node_id
         self.cluster_id_value = cluster_id
         self.controller_node = controller
+        #: Every controller of a quorum (this node included when it is one); empty: ``controller`` alone.
+        self.quorum = quorum  # the cluster's own list: it grows while the cluster is built
         super().__init__(workdir, "server", overrides, name=f"{role}{node_id}")
+
+    def voters(self) -> str:
+        """``controller.quorum.voters`` of this node's quorum."""
+        nodes = self.quorum or [self if self.role == "controller" else self.controller_node]
+        return ",".join(f"{n.cluster_node_id}@{HOST}:{n.port}" for n in nodes if n is not None)
+
+    def quorum_state(self) -> dict[str, int] | None:
+        """This controller's ``quorum-state`` file (docs/raft.md), or None while it has none."""
+        path = self.data_dir / "__cluster_metadata-0" / "quorum-state"
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
 
     def _pick_ports(self) -> None:
         self.port = free_port()
@@ -425,15 +443,18 @@ class ClusterNode(KstewardServer):
                 "listeners": f"CONTROLLER://{HOST}:{self.port}",
                 "advertised.listeners": "",
                 "inter.broker.listener.name": "",
-                "controller.quorum.voters": f"{self.cluster_node_id}@{HOST}:{self.port}",
+                "controller.quorum.voters": self.voters(),
             }
         else:
             assert self.controller_node is not None
+            controllers = self.quorum or [self.controller_node]
             base |= {
                 "listeners": f"PLAINTEXT://{HOST}:{self.port}",
                 "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
-                "controller.quorum.bootstrap.servers": f"{HOST}:{self.controller_node.port}",
+                "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{n.port}" for n in controllers),
             }
+            if self.quorum:  # the static voter set, for a leader named without its endpoint
+                base["controller.quorum.voters"] = self.voters()
         base.update(self.extra_overrides)
         return base
 
@@ -448,25 +469,63 @@ CLUSTER_DEFAULTS = {
 
 
 class Cluster:
-    """One controller (node 1) and ``brokers`` broker-only nodes (2, 3, ...), started in that order."""
+    """``controllers`` controller-only nodes (1, ..., a quorum of voters, issue 18) and ``brokers`` broker-only
+    nodes (numbered after them), started in that order. ``controller`` is the first controller: with one, the
+    controller; with several, use :meth:`leader` for the active one."""
 
-    def __init__(self, workdir: Path, brokers: int = 2, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, brokers: int = 2, overrides: Mapping[str, str] | None = None, *, controllers: int = 1
+    ) -> None:
         from ksteward.metadata.meta_properties import random_uuid_text
 
         self.cluster_id = random_uuid_text()
         settings = {**CLUSTER_DEFAULTS, **(overrides or {})}
-        self.controller = ClusterNode(workdir, "controller", 1, self.cluster_id, overrides=settings)
+        self.controllers: list[ClusterNode] = []
+        for i in range(controllers):
+            quorum = self.controllers if controllers > 1 else []  # filled below: every node sees the whole list
+            self.controllers.append(ClusterNode(workdir, "controller", 1 + i, self.cluster_id, overrides=settings,
+                                                quorum=quorum))  # fmt: skip
+        self.controller = self.controllers[0]
+        quorum = self.controllers if controllers > 1 else []
+        first = controllers + 1
         self.brokers = [
-            ClusterNode(workdir, "broker", 2 + i, self.cluster_id, self.controller, overrides=settings)
+            ClusterNode(workdir, "broker", first + i, self.cluster_id, self.controller, settings, quorum=quorum)
             for i in range(brokers)
         ]
 
     @property
     def nodes(self) -> list[ClusterNode]:
-        return [self.controller, *self.brokers]
+        return [*self.controllers, *self.brokers]
+
+    def leader(self) -> ClusterNode | None:
+        """The running controller that its ``quorum-state`` file names leader of the highest epoch any running
+        controller's file holds; None while no running controller leads."""
+        states = [(node, node.quorum_state()) for node in self.controllers if node.running]
+        epochs = [state["leaderEpoch"] for _, state in states if state is not None]
+        if not epochs:
+            return None
+        top = max(epochs)
+        for node, state in states:
+            if state is not None and state["leaderEpoch"] == top and state["leaderId"] == node.cluster_node_id:
+                return node
+        return None
+
+    def wait_for_leader(self, timeout: float = 30.0, *, other_than: ClusterNode | None = None) -> ClusterNode:
+        """Wait until a running controller (not ``other_than``) leads, and return it."""
+
+        def found() -> ClusterNode | None:
+            node = self.leader()
+            return node if node is not None and node is not other_than else None
+
+        leader = wait_for(found, timeout, "a controller leads the quorum")
+        assert isinstance(leader, ClusterNode)
+        return leader
 
     def start(self) -> Cluster:
-        self.controller.start()
+        for controller in self.controllers:
+            controller.spawn()  # voters start together: none is ready alone until a leader exists
+        for controller in self.controllers:
+            controller.wait_ready()
         for broker in self.brokers:
             broker.spawn()  # brokers start together; each is ready once the controller unfenced it
         for broker in self.brokers:

@@ -41,6 +41,7 @@ from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType, forwar
 from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS
+from ksteward.controller.result import NotControllerError
 from ksteward.protocol.addresses import java_ip_text
 from ksteward.protocol.apis import api_name
 from ksteward.protocol.build import build
@@ -151,6 +152,8 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
         response = await spec.handler(node, ctx, request.body)
     except ProtocolError as exc:
         raise EnvelopeError(ErrorCode.unsupported_version, f"forwarded request refused as unparsable: {exc}") from None
+    except NotControllerError:
+        return None  # not the active controller (any more): the broker retries with the new one
     except Exception as exc:
         values = error_values(request.api_key, request.body)
         if values is None:

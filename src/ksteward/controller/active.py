@@ -45,7 +45,7 @@ from ksteward.controller.reassignment import (
     elect_leaders,
     list_partition_reassignments,
 )
-from ksteward.controller.result import NO_ERROR, ApiError, ConcurrentAclChange, ControllerResult
+from ksteward.controller.result import NO_ERROR, ApiError, ConcurrentAclChange, ControllerResult, NotControllerError
 from ksteward.controller.scram import ScramAlterationResult, alter_user_scram_credentials
 from ksteward.controller.topic_requests import (
     CreatePartitionsResult,
@@ -75,6 +75,8 @@ def _event(
 
     @functools.wraps(method)
     async def run(self: Controller, *args: P.args, **kwargs: P.kwargs) -> T:
+        if not self.is_active():  # a standby of a quorum (Kafka's ControllerWriteEvent on a non-active one)
+            raise NotControllerError("this controller is not the active controller")
         self._event_started = self.timer()
         return await method(self, *args, **kwargs)
 
@@ -112,6 +114,10 @@ class Controller:
         self.timer: Callable[[], float] = time.perf_counter
         self._event_started = 0.0
         self._acl_transactions = asyncio.Lock()
+        #: Whether this node is the active controller: always with one voter; with several, while it leads.
+        self.is_active: Callable[[], bool] = lambda: True
+        #: With several voters: the newest write not committed yet, or None (see ``_commit``).
+        self.pending_write: Callable[[], Awaitable[int] | None] | None = None
 
     async def _commit(self, result: ControllerResult[T], *, validate_only: bool = False) -> T:
         """The one way a mutation reaches the log: its records appended as one batch (none when
@@ -120,6 +126,11 @@ class Controller:
         report = self.on_event_processed
         if report is not None:
             report((self.timer() - self._event_started) * 1000)
+        if durable is None and self.pending_write is not None:
+            # Kafka's ControllerWriteEvent: an answer that wrote nothing still waits for the newest pending
+            # write to commit, since it was computed from state that includes it (with several voters, that
+            # write may never commit: then this fails with NOT_CONTROLLER as well).
+            durable = self.pending_write()
         if durable is not None:
             await durable
         return result.response

@@ -23,6 +23,7 @@ __all__ = [
     "ApiError",
     "ConcurrentAclChange",
     "ControllerResult",
+    "NotControllerError",
 ]
 
 T = TypeVar("T")
@@ -31,6 +32,12 @@ T = TypeVar("T")
 class ConcurrentAclChange(Exception):
     """Another batch changed the ACLs while a large ACL batch was being prepared in a worker thread (the
     committer's ``append_in_thread``): nothing was written."""
+
+
+class NotControllerError(Exception):
+    """This node is not the active controller, or stopped being it before a write committed (Kafka's
+    ``NotControllerException``): every entry of the request is answered NOT_CONTROLLER. For a write that was
+    already appended the outcome is unknown: a new leader may still commit it (docs/cluster.md, "Quorum")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,18 +43,23 @@ def load(
     read_only: bool = False,
     skip_undecodable: bool = False,
     segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    replay_log: bool = True,
 ) -> tuple[MetadataImage, MetadataLog]:
     """Open the metadata log under ``metadata_dir`` and rebuild the image; the caller owns the log.
 
     ``read_only`` changes nothing on disk (for tools). ``skip_undecodable`` skips, with a warning,
     records of unknown (apiKey, version) and records that fail to decode, instead of failing: right
     for a shell, wrong for a controller, which must not serve an image that silently misses changes.
+    ``replay_log=False`` stops at the newest snapshot: a voter of a quorum of several does not know at
+    start-up how much of its log is committed (an uncommitted tail may be truncated by the next leader), so
+    it replays its log only as the high watermark it learns passes it (server.controller_quorum).
     """
     log = MetadataLog.open(metadata_dir, logger=logger, read_only=read_only, segment_bytes=segment_bytes)
     try:
         decoder = _Decoder(logger, skip_undecodable)
         image = _newest_snapshot_image(log, logger, decoder)
-        image = replay_batches(image, log.read(image.offset + 1), decoder)
+        if replay_log:
+            image = replay_batches(image, log.read(image.offset + 1), decoder)
     except BaseException:
         log.close()
         raise

@@ -154,6 +154,8 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _top_level(results=[]),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     ApiKey.ALTER_PARTITION: _top_level(topics=[]),
+    ApiKey.BROKER_REGISTRATION: _top_level(broker_epoch=-1),
+    ApiKey.BROKER_HEARTBEAT: _top_level(is_caught_up=False, is_fenced=True, should_shut_down=False),
     ApiKey.UPDATE_FEATURES: _top_level(results=[]),
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0

@@ -40,6 +40,7 @@ from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_de
 from ksteward.broker.topic_partitions import handle_describe_topic_partitions
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.quorum_rpcs import handle_begin_quorum_epoch, handle_end_quorum_epoch, handle_vote
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
 
 _COMMON = [
@@ -121,6 +122,10 @@ def broker_api_table() -> ApiTable:
 _RAFT = [
     ApiSpec(ApiKey.FETCH, 4, 18, handle_fetch),
     ApiSpec(ApiKey.FETCH_SNAPSHOT, 0, 1, handle_fetch_snapshot),
+    # Elections among several controller voters (KIP-595, KIP-996 pre-vote in Vote v2; docs/cluster.md, "Quorum")
+    ApiSpec(ApiKey.VOTE, 0, 2, handle_vote),
+    ApiSpec(ApiKey.BEGIN_QUORUM_EPOCH, 0, 1, handle_begin_quorum_epoch),
+    ApiSpec(ApiKey.END_QUORUM_EPOCH, 0, 1, handle_end_quorum_epoch),
 ]
 
 

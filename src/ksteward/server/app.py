@@ -21,9 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kio.schema.leader_change_message.v0.data import Voter as LeaderChangeVoter
-from kio.schema.types import BrokerId
-from kio.static.primitive import i16, i32
 from prometheus_client.registry import Collector
 
 from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
@@ -50,7 +47,6 @@ from ksteward.metadata.records import (
     AccessControlEntryRecord,
     RemoveAccessControlEntryRecord,
 )
-from ksteward.metadata.records.control import LeaderChangeMessage
 from ksteward.policy import PolicyLoadError
 from ksteward.policy.loader import Policies
 from ksteward.protocol.sasl import (
@@ -67,6 +63,7 @@ from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
+from ksteward.server.controller_quorum import leader_change
 from ksteward.server.local_isr import LocalIsrReporter
 from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
 from ksteward.server.metrics.collectors import (
@@ -77,7 +74,9 @@ from ksteward.server.metrics.collectors import (
 )
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.offset_waiters import OffsetWaiters
+from ksteward.server.quorum import QuorumDriver, build_quorum_driver
 from ksteward.server.raft_service import RaftService
+from ksteward.server.session_check import fence_stale_brokers
 from ksteward.server.tasks import cancel_and_wait
 from ksteward.server.tls import server_context
 from ksteward.server.token_sweep import sweep_expired_tokens
@@ -105,6 +104,7 @@ class Server:
         self._metadata_log: MetadataLog | None = None
         self._committer: GroupCommitter | None = None
         self._raft: RaftService | None = None
+        self._quorum: QuorumDriver | None = None
         self._listeners: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
@@ -168,7 +168,8 @@ class Server:
         log that cannot be opened or rebuilt stops the start with one line."""
         cfg = self._config
         try:
-            return await asyncio.to_thread(load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes)
+            return await asyncio.to_thread(load, cfg.metadata_log_dir, log, segment_bytes=cfg.segment_bytes,
+                                           replay_log=not self._log_may_hold_uncommitted)  # fmt: skip
         except (OSError, MetadataLoadError) as exc:
             raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir}: {exc}") from None
 
@@ -197,7 +198,10 @@ class Server:
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
             image, metadata_log = await self._load_metadata()
             self._metadata_log = metadata_log
-            epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
+            if self._several_voters:  # elected later, by the quorum (server.quorum)
+                epoch = max([metadata_log.last_fetched_epoch, *(s.epoch for s in metadata_log.snapshots()), 0])
+            else:
+                epoch = await asyncio.to_thread(self._begin_epoch, metadata_log)
             self._start_authorizer(image)
         freeze_loaded_state()
         self._committer = GroupCommitter(
@@ -207,6 +211,9 @@ class Server:
             snapshot_bytes=cfg.snapshot_bytes,
             group_commit=cfg.static.get(GROUP_COMMIT_KEY, "true").strip().lower() != "false",
             on_publish=self._on_publish,
+            quorum=self._several_voters,
+            on_durable=self._on_leader_durable,
+            on_append=self._on_leader_appended,
         )
         # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
         # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
@@ -229,15 +236,18 @@ class Server:
         tokens = self._token_settings()
         self._controller.delegation_tokens = DelegationTokenControlManager(tokens)
         self._committer.start()
-        # The epoch's first record, durable before anything else is written or served: the high watermark
-        # then always covers a record of the current epoch (docs/raft.md, "The leader's epoch").
-        await self._committer.begin_epoch(_leader_change(cfg.node_id))
-        log.info("leading the metadata log in epoch %d", epoch)
-        await self._controller.bootstrap(self._broker_registration())
+        if self._several_voters:
+            self._quorum = self._quorum_driver(controller_endpoints)
+        else:
+            # The epoch's first record, durable before anything else is written or served: the high watermark
+            # then always covers a record of the current epoch (docs/raft.md, "The leader's epoch").
+            await self._committer.begin_epoch(leader_change(cfg.node_id, (cfg.node_id,), (cfg.node_id,)))
+            log.info("leading the metadata log in epoch %d", epoch)
+            await self._controller.bootstrap(self._broker_registration())
         if cfg.is_broker:  # its own broker leads partitions too (docs/reassignment.md, "Catching up")
             self._committer.publish_hooks.append(LocalIsrReporter(self._controller, cfg.node_id).on_publish)
         self._session_check = asyncio.get_running_loop().create_task(
-            self._fence_stale_brokers(), name="broker-session-check"
+            fence_stale_brokers(self._controller, self._config.broker_session_timeout_ms), name="broker-session-check"
         )
         if tokens.enabled:
             sweep = sweep_expired_tokens(self._controller, tokens.expiry_check_interval_ms / 1000)
@@ -247,7 +257,48 @@ class Server:
             await self._bind(endpoint, runtimes[endpoint.name])
         for bound in self._listeners:
             log.info("listening on %s", bound.endpoint)
+        if self._quorum is not None:  # after the listeners: the other voters reach this one there
+            try:
+                self._quorum.start()
+            except QuorumStateError as exc:
+                raise StartupError(str(exc)) from None
         await self._start_metrics()
+
+    @property
+    def _several_voters(self) -> bool:
+        """A controller in a quorum of several voters (issue 18): elected, not leading by itself."""
+        return self._config.is_controller and len(self._config.quorum_voters) > 1
+
+    @property
+    def _log_may_hold_uncommitted(self) -> bool:
+        """Several controllers lead this log (voters, or bootstrap servers, beyond one): the local log may end
+        in records that were never committed, which the next leader may truncate. The node then starts from its
+        newest snapshot and replays its log only as the high watermark it learns passes it (Kafka's
+        MetadataLoader publishes only committed batches). One controller serves only committed records."""
+        cfg = self._config
+        return len(cfg.quorum_voters) > 1 or len(cfg.quorum_bootstrap_servers) > 1
+
+    @property
+    def quorum(self) -> QuorumDriver | None:
+        """The Raft voter's driver when this node is one of several voters (it serves Vote and the like)."""
+        return self._quorum
+
+    def _quorum_driver(self, endpoints: Mapping[str, tuple[str, int]]) -> QuorumDriver:
+        """The voter and the controller on top of it (server.quorum, server.controller_quorum)."""
+        assert self._metadata_log is not None and self._committer is not None and self._controller is not None
+        try:
+            return build_quorum_driver(self._config, self._cluster_id, self._metadata_log, self._committer,
+                                       self._controller, endpoints)  # fmt: skip
+        except (ConfigError, ValueError) as exc:
+            raise StartupError(str(exc)) from None
+
+    def _on_leader_appended(self) -> None:
+        if self._quorum is not None:
+            self._quorum.on_leader_appended()
+
+    def _on_leader_durable(self, end_offset: int) -> None:
+        if self._quorum is not None:
+            self._quorum.on_leader_durable(end_offset)
 
     # --- metrics -------------------------------------------------------------------------------
     def _prepare_metrics(self) -> None:
@@ -307,25 +358,6 @@ class Server:
             return begin_single_voter_epoch(metadata_log.directory, self._config.node_id, log_epoch)
         except QuorumStateError as exc:
             raise StartupError(f"{exc} (without the file, this node leads in the epoch after its log's last)") from None
-
-    async def _fence_stale_brokers(self) -> None:
-        """The controller's periodic session check (Kafka's ``maybeFenceStaleBroker`` task): every
-        tick fences the brokers whose last heartbeat is older than broker.session.timeout.ms. A tick
-        every eighth of a session bounds how late a dead broker is fenced."""
-        assert self._controller is not None
-        interval = max(self._config.broker_session_timeout_ms / 8000, 0.01)
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                fenced = await self._controller.fence_stale_brokers(time.monotonic())
-            except RuntimeError as exc:  # the metadata log failed: no more writes, nothing to check
-                log.error("broker session check stopped: %s", exc)
-                return
-            except Exception:  # a bug must not end the check for good: the next tick tries again
-                log.exception("broker session check failed")
-                continue
-            for broker_id in fenced:
-                log.info("fenced broker %d: its session timed out", broker_id)
 
     def _mutation_quotas(self) -> MutationQuotas:
         """KIP-599's buckets hold ``controller.quota.window.num`` windows of
@@ -564,6 +596,8 @@ class Server:
             if task is not None:
                 with contextlib.suppress(Exception):
                     await cancel_and_wait(task)
+        if self._quorum is not None:
+            await self._quorum.close()
         if self._raft is not None:
             self._raft.shut_down()
         for bound in self._listeners:
@@ -593,12 +627,6 @@ def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
     except ValueError as exc:
         log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
         return None
-
-
-def _leader_change(node_id: int) -> LeaderChangeMessage:
-    """Kafka's LeaderChangeMessage of a quorum of one: this node leads, the only voter, and voted for itself."""
-    voters = (LeaderChangeVoter(voter_id=i32(node_id)),)
-    return LeaderChangeMessage(version=i16(0), leader_id=BrokerId(node_id), voters=voters, granting_voters=voters)
 
 
 def configured_log_dirs(cfg: ServerConfig) -> list[Path]:

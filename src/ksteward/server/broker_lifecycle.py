@@ -66,6 +66,7 @@ class BrokerLifecycle:
         self._backoff_s = backoff_s
         self._interval_s = config.broker_heartbeat_interval_ms / 1000
         self._connection: ControllerConnection | None = None
+        self._address: Address | None = None
         self.broker_epoch = -1
         self.unfenced = asyncio.Event()
         self.should_shut_down = asyncio.Event()
@@ -107,14 +108,25 @@ class BrokerLifecycle:
                 await asyncio.wait_for(self._wake.wait(), self._interval_s if ok else self._backoff_s)
 
     async def _call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        """One request to the active controller; None when it failed. A new Raft leader (the follower learnt
+        it) moves the connection there first, as Kafka's ``NodeToControllerChannelManager`` targets the
+        current leader."""
         try:
+            address = self._controller()
+            if self._connection is not None and address != self._address:
+                await self._drop_connection()
             if self._connection is None:
-                self._connection = await self._connect(self._controller())
-            return await asyncio.wait_for(self._connection.call(api_key, version, body), _REQUEST_TIMEOUT_S)
+                self._connection = await self._connect(address)
+                self._address = address
+            response = await asyncio.wait_for(self._connection.call(api_key, version, body), _REQUEST_TIMEOUT_S)
         except CALL_ERRORS as exc:
             log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
             await self._drop_connection()
             return None
+        if response.error_code == ErrorCode.not_controller:
+            # Kafka disconnects and forgets the controller; the retry goes to the leader the follower knows next.
+            await self._drop_connection()
+        return response
 
     async def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None

@@ -140,6 +140,7 @@ class BrokerServer(Server):
             directory_id=directory_id,
             bootstrap=bootstrap,
             connect=connect,
+            voter_endpoints={v.node_id: (v.host, v.port) for v in cfg.quorum_voters},
         )
         self._channel = ControllerChannel(
             controller_address, self._forwarding, sasl_plain=sasl_plain, client_id=f"ksteward-forwarding-{cfg.node_id}"

@@ -18,6 +18,16 @@ The committer writes in one leader epoch, ``epoch``, chosen when the controller 
 (``raft.quorum_state.begin_single_voter_epoch``); every batch carries it as its partitionLeaderEpoch.
 ``begin_epoch`` appends Kafka's LeaderChangeMessage control batch at the epoch's start
 (``KafkaRaftClient.onBecomeLeader``), before any other batch of the epoch.
+
+**With several voters** (``quorum=True``), durable is not committed: a batch is committed once the Raft high
+watermark passes it, i.e. once a majority of voters has it durable (``LeaderState.maybeUpdateHighWatermark``).
+Each fsync then reports the durable end to ``on_durable`` (the quorum driver counts it as the leader's own end
+offset), and the batch waits until :meth:`advance_high_watermark` passes it (durable here *and* under the high
+watermark: the leader serves its log end before its own fsync, so the high watermark can pass a batch first);
+only then is its image published and its future resolved. :meth:`abandon` ends a leadership: every waiting
+future fails with ``NotControllerError`` (the outcome is unknown: a new leader may still commit the batch) and
+``latest`` goes back to the last committed image (Kafka's ``QuorumController.renounce`` reverting to
+``lastStableOffset``). With one voter (the default) durable is committed, and nothing of this runs.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ksteward.controller.result import ConcurrentAclChange
+from ksteward.controller.result import ConcurrentAclChange, NotControllerError
 from ksteward.metadata.delta import MetadataDelta
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.log import MetadataLog
@@ -70,8 +80,20 @@ class GroupCommitter:
         snapshot_bytes: int,
         group_commit: bool = True,
         on_publish: Callable[[MetadataImage, list[Any]], None] | None = None,
+        quorum: bool = False,
+        on_durable: Callable[[int], None] | None = None,
+        on_append: Callable[[], None] | None = None,
     ) -> None:
         self._log = metadata_log
+        self._quorum = quorum
+        self._on_durable = on_durable
+        self._on_append = on_append  # quorum mode: after each append (the leader serves its log end to fetchers)
+        # quorum mode: durable batches waiting for the high watermark to pass them
+        self._uncommitted: deque[tuple[int, MetadataImage, list[Any], asyncio.Future[int]]] = deque()
+        self._high_watermark = -1  # the highest the quorum driver reported
+        #: Whether this node leads and may write: always with one voter; with several, from ``activate`` (the
+        #: quorum driver, once this node leads and has applied every committed record) to ``abandon``.
+        self.active = not quorum
         #: The leader epoch every batch this committer writes carries.
         self.epoch = epoch
         self._latest = image
@@ -108,6 +130,8 @@ class GroupCommitter:
 
     def append(self, records: list[Any]) -> asyncio.Future[int]:
         """Append one atomic batch now; the future resolves with its last offset once durable."""
+        if not self.active:
+            raise NotControllerError("this controller is not the active controller")
         if self._failure is not None:
             raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
         delta = MetadataDelta(self._latest)
@@ -126,6 +150,8 @@ class GroupCommitter:
         last offset once durable. If a batch was appended in the meantime the work is done again on top of it;
         if that batch changed the ACLs, :class:`ConcurrentAclChange` is raised and nothing is written."""
         for _ in range(3):
+            if not self.active:  # checked again after the worker thread: leadership may be lost meanwhile
+                raise NotControllerError("this controller is not the active controller")
             if self._failure is not None:
                 raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
             base = self._latest
@@ -139,11 +165,26 @@ class GroupCommitter:
                 raise ConcurrentAclChange("the ACLs changed while this change was being prepared")
         return await self.append(records)  # appends kept coming: replay on the loop, as any batch
 
-    def begin_epoch(self, message: LeaderChangeMessage) -> asyncio.Future[int]:
+    def begin_epoch(self, message: LeaderChangeMessage, epoch: int | None = None) -> asyncio.Future[int]:
         """Append the epoch's LeaderChangeMessage control batch; the future resolves once it is durable.
 
         Kafka's new leader writes it at once because its high watermark may only pass a record of its own
-        epoch (``LeaderState.maybeUpdateHighWatermark``); the image moves past it with nothing to replay."""
+        epoch (``LeaderState.maybeUpdateHighWatermark``); the image moves past it with nothing to replay.
+        With several voters it is written before ``activate``, in ``epoch``, after every record of earlier
+        epochs in the log (``latest`` is not moved: the records before it are not replayed yet)."""
+        if self._quorum:
+            self.epoch = epoch if epoch is not None else self.epoch
+            key, value = encode_control_record(message)
+            _, last_offset = self._log.append([value], timestamp_ms=int(time.time() * 1000), leader_epoch=self.epoch,
+                                              control=True, keys=[key])  # fmt: skip
+            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            future.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody need await it
+            self._pending.append((last_offset, self._latest, [], future))
+            if not self._flushing:
+                self._start_flush()
+            if self._on_append is not None:
+                self._on_append()
+            return future
         if self._failure is not None:
             raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
         key, value = encode_control_record(message)
@@ -156,6 +197,13 @@ class GroupCommitter:
     def _enqueue(self, last_offset: int, records: list[Any]) -> asyncio.Future[int]:
         """Publish the batch ending at ``last_offset`` once durable; the future resolves with that offset."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if self._quorum:  # never in line: the commit waits for the other voters anyway
+            self._pending.append((last_offset, self._latest, records, future))
+            if not self._flushing:
+                self._start_flush()
+            if self._on_append is not None:
+                self._on_append()
+            return future
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
             # line, before the next one can be written.
@@ -204,6 +252,9 @@ class GroupCommitter:
         done.add_done_callback(lambda f: self._flushed(f, target, started))
 
     def _flushed(self, done: asyncio.Future[None], target: int, started: float) -> None:
+        if self._quorum and not self.active and not self._pending:  # the leadership ended during this fsync
+            self._flushing = False
+            return
         failure = done.exception() if not done.cancelled() else asyncio.CancelledError()
         if failure is not None:  # an fsync failure is fatal for writes, as in Kafka
             log.critical("metadata log fsync failed; refusing further writes: %s", failure)
@@ -216,6 +267,9 @@ class GroupCommitter:
             return
         self.fsyncs += 1
         self.fsync_ms.observe((time.perf_counter() - started) * 1000)
+        if self._quorum:
+            self._durable_in_quorum(target)
+            return
         durable = []
         while self._pending and self._pending[0][0] <= target:
             offset, image, records, fut = self._pending.popleft()
@@ -236,6 +290,82 @@ class GroupCommitter:
             self._start_flush()
         else:
             self._flushing = False
+
+    def _durable_in_quorum(self, target: int) -> None:
+        """quorum mode: the batches up to ``target`` are durable here; they wait for the high watermark. Before
+        ``activate`` only the epoch's LeaderChange batch is written here: its future means durable, and the
+        quorum driver publishes it with the records before it once committed (``publish_committed``)."""
+        count = 0
+        while self._pending and self._pending[0][0] <= target:
+            entry = self._pending.popleft()
+            if self.active:
+                self._uncommitted.append(entry)
+            elif not entry[3].done():
+                entry[3].set_result(entry[0])
+            count += 1
+        self.batches_per_fsync.observe(count)
+        if self._pending:
+            self._start_flush()
+        else:
+            self._flushing = False
+        if self._on_durable is not None:
+            self._on_durable(target + 1)
+        if self.active:  # the high watermark may have passed these batches before they were durable here
+            self.advance_high_watermark(self._high_watermark)
+
+    def advance_high_watermark(self, high_watermark: int) -> None:
+        """quorum mode: every durable batch below ``high_watermark`` (exclusive) is committed: publish it and
+        answer its request; then the hooks (the Raft leader waking parked fetches) run, as after an fsync."""
+        self._high_watermark = max(self._high_watermark, high_watermark)
+        committed = []
+        while self._uncommitted and self._uncommitted[0][0] < high_watermark:
+            offset, image, records, fut = self._uncommitted.popleft()
+            self._make_visible(image, records)
+            if not fut.done():
+                fut.set_result(offset)
+            committed.append((image, records))
+        for image, records in committed:
+            self._run_hooks(image, records)
+        if committed:
+            self._maybe_snapshot()
+
+    def newest_pending(self) -> asyncio.Future[int] | None:
+        """quorum mode: the future of the newest write not committed yet, or None."""
+        if self._pending:
+            return self._pending[-1][3]
+        if self._uncommitted:
+            return self._uncommitted[-1][3]
+        return None
+
+    def activate(self, epoch: int) -> None:
+        """quorum mode: this node leads ``epoch`` and its image holds every committed record: accept writes."""
+        self.epoch = epoch
+        self._latest = self._published
+        self.active = True
+
+    async def idle(self) -> None:
+        """Wait until no fsync of this committer runs (before another writer, the follower, touches the log)."""
+        while self._flushing:
+            await asyncio.sleep(0.005)
+
+    def abandon(self) -> None:
+        """quorum mode: this leadership ended. Waiting writes fail with NotControllerError (unknown outcome) and
+        ``latest`` reverts to the last committed image; nothing is accepted until the next ``activate``."""
+        self.active = False
+        waiting = [*self._pending, *self._uncommitted]
+        self._pending.clear()
+        self._uncommitted.clear()
+        for *_, fut in waiting:
+            if not fut.done():
+                fut.set_exception(NotControllerError("this controller lost its leadership before the write committed"))
+        self._latest = self._published
+
+    def publish_committed(self, image: MetadataImage, records: list[Any]) -> None:
+        """quorum mode, as a standby: records another leader wrote became committed and were replayed into
+        ``image``; readers switch to it and the publishers see the records, as after a commit of our own."""
+        self._latest = image
+        self._publish(image, records)
+        self._maybe_snapshot()
 
     def _publish(self, image: MetadataImage, records: list[Any]) -> None:
         """Make one durable batch visible: readers switch to its image, publishers see its records."""
@@ -281,6 +411,8 @@ class GroupCommitter:
 
     async def close(self, *, snapshot: bool) -> None:
         """Drain pending writes, and on a clean stop write a final snapshot."""
+        if self._quorum and self.active:
+            self.abandon()  # nothing commits once the node stops serving its followers
         if self._pending and self._failure is None:
             await asyncio.gather(*(fut for *_, fut in list(self._pending)), return_exceptions=True)
         if self._snapshot_task is not None:

@@ -33,6 +33,7 @@ from ksteward.broker.configs import preprocess_alter
 from ksteward.broker.context import ApiTable, AuthorizationCounts, Node, RequestContext
 from ksteward.broker.delegation_tokens import BROKER_PRECHECKS
 from ksteward.broker.forwarding import FORWARDABLE_API_KEYS, ClientRequest, Completion, Outcome
+from ksteward.controller.result import NotControllerError
 from ksteward.protocol.addresses import java_host_address
 from ksteward.protocol.apis import ApiKey, api_name
 from ksteward.protocol.build import build
@@ -304,6 +305,11 @@ class Connection:
                 response = await spec.handler(self.node, ctx, request.body)
         except ProtocolError:
             raise  # a request Kafka would fail to parse: the connection is closed, as Kafka closes it
+        except NotControllerError:
+            values = error_values(key, request.body, ErrorCode.not_controller)
+            if values is None:
+                raise
+            response = build(response_class(key, request.api_version), values)
         except Exception as exc:
             values = error_values(key, request.body)
             if values is None:

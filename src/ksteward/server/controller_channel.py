@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -52,6 +52,7 @@ Address = tuple[str, int]
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
 _ENVELOPE_VERSION = 0
+_LEADER_CHECK_S = 0.1  # how often an attempt in flight checks whether the Raft leader moved
 
 
 def controller_login(config: ServerConfig) -> tuple[str, str] | None:
@@ -167,6 +168,7 @@ class ControllerChannel:
         self._request_timeout_s = request_timeout_s
         self._backoff_s = backoff_s
         self._connection: ControllerConnection | None = None
+        self._address: Address | None = None  # where ``_connection`` goes
         self._unreachable = False  # the last connection attempt failed
         self._waiting: dict[int, asyncio.Future[Completion]] = {}
         self._wake = asyncio.Event()
@@ -259,7 +261,7 @@ class ControllerChannel:
             self.queue_time_ms.observe((sent - submitted) * 1000)
         try:
             call = connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, outbound.envelope)
-            response = await asyncio.wait_for(call, self._request_timeout_s)
+            response = await self._await_answer(call)
             self.remote_time_ms.observe((loop.time() - sent) * 1000)
         except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
             log.info("lost the controller connection with a request in flight (%s); retrying", type(exc).__name__)
@@ -270,17 +272,41 @@ class ControllerChannel:
             log.info("the controller answered NOT_CONTROLLER; looking for the controller again")
             await self._drop_connection()
 
+    async def _await_answer(self, call: Coroutine[Any, Any, Any]) -> Any:
+        """The controller's answer, within ``request_timeout_s``. A controller that stopped (SIGSTOP, a partition)
+        keeps its connection open; once the Raft leader moved elsewhere the attempt is abandoned as a lost
+        connection (ConnectionError), so the request goes to the new leader without waiting for the timeout.
+        Kafka's request then waits for ``controller.socket.timeout.ms``; retrying sooner is as safe, since an
+        abandoned attempt is only ever retried, never answered twice (``ForwardingManager``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._request_timeout_s
+        task = asyncio.ensure_future(call)
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise TimeoutError
+                done, _ = await asyncio.wait({task}, timeout=min(remaining, _LEADER_CHECK_S))
+                if done:
+                    return task.result()
+                if self._address is not None and self._controller() not in (None, self._address):
+                    raise ConnectionError("the Raft leader moved while a request was in flight")
+        finally:
+            if not task.done():
+                task.cancel()
+
     async def _connect(self) -> ControllerConnection:
-        if self._connection is not None:
-            return self._connection
         address = self._controller()
+        if self._connection is not None and address in (None, self._address):
+            return self._connection
+        await self._drop_connection()  # the Raft leader moved: so did the active controller
         if address is None:
             raise ConnectionError("no controller is known")
         connection, versions = await open_controller_connection(
             address, sasl_plain=self._sasl_plain, client_id=self._client_id, timeout_s=self._request_timeout_s
         )
         self.manager.controller_api_versions = versions
-        self._connection = connection
+        self._connection, self._address = connection, address
         if self._unreachable:
             log.info("connected to the controller at %s:%d", *address)
             self._unreachable = False

@@ -47,6 +47,7 @@ class IsrReporter:
         self._interval_s = interval_s
         self._expansions = IsrExpansions()
         self._connection: ControllerConnection | None = None
+        self._address: Address | None = None
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -95,13 +96,23 @@ class IsrReporter:
 
     async def _call(self, body: dict[str, Any]) -> Any:
         try:
+            address = self._controller()
+            if self._connection is not None and address != self._address:
+                await self._drop_connection()  # a new Raft leader: the active controller moved
             if self._connection is None:
-                self._connection = await self._connect(self._controller())
+                self._connection = await self._connect(address)
+                self._address = address
             call = self._connection.call(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
-            return await asyncio.wait_for(call, _REQUEST_TIMEOUT_S)
+            response = await asyncio.wait_for(call, _REQUEST_TIMEOUT_S)
         except CALL_ERRORS as exc:
             log.debug("AlterPartition to the controller failed (%s)", type(exc).__name__)
-            connection, self._connection = self._connection, None
-            if connection is not None:
-                await connection.close()
+            await self._drop_connection()
             return None
+        if response.error_code == ErrorCode.not_controller:
+            await self._drop_connection()
+        return response
+
+    async def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from itertools import takewhile
 
 from ksteward.authorizer import StandardAuthorizer
@@ -74,18 +74,25 @@ class MetadataFollower:
         connect: Connect,
         backoff_s: float = DEFAULT_BACKOFF_S,
         request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+        voter_endpoints: Mapping[int, Address] | None = None,
     ) -> None:
         self.follower_log = FollowerLog(metadata_log)
         self.observer = RaftObserver(cluster_id=cluster_id, replica_id=node_id, directory_id=directory_id)
         self.image = image
         self._authorizer = authorizer
         self._bootstrap = bootstrap
+        # ``controller.quorum.voters``: where each voter is, for a leader named without its endpoint (Kafka
+        # looks the leader up in its static voter set, ``KafkaRaftClient.maybeHandleCommonResponse``).
+        self._voter_endpoints = dict(voter_endpoints or {})
         self._next_bootstrap = 0
         self._connect = connect
         self._backoff_s = backoff_s
         self._request_timeout_s = request_timeout_s
         self._connection: ControllerConnection | None = None
         self._address: Address | None = None
+        # The last call to the leader's endpoint failed: ask a bootstrap server next (Kafka's
+        # ``maybeSendFetchToBestNode``), whose answer names the current leader, perhaps a new one.
+        self._leader_unreachable = False
         self._published = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self.failure: BaseException | None = None  # set when following stopped for good
@@ -106,7 +113,10 @@ class MetadataFollower:
     @property
     def controller_address(self) -> Address | None:
         """The Raft leader's endpoint on the controller listener, once a response named it."""
-        return self.observer.leader_endpoint
+        endpoint = self.observer.leader_endpoint
+        if endpoint is None and self.observer.leader_id is not None:
+            endpoint = self._voter_endpoints.get(self.observer.leader_id)
+        return endpoint
 
     async def wait_for(self, condition: Callable[[], bool]) -> None:
         """Wait until ``condition()`` holds after a publish (or already holds); ends early if following stops."""
@@ -151,7 +161,9 @@ class MetadataFollower:
         except CALL_ERRORS as exc:
             log.debug("metadata fetch failed (%s); retrying", type(exc).__name__)
             await self._drop_connection()
+            self._leader_unreachable = self.controller_address is not None
             return False
+        self._leader_unreachable = False
         ok = True
         installed = False
         for action in self.observer.on_response(api_key, response, view):
@@ -167,8 +179,10 @@ class MetadataFollower:
         return ok
 
     async def _connection_to_leader(self) -> ControllerConnection:
-        address = self.observer.leader_endpoint
-        if address is None:  # not known yet: try the bootstrap servers in turn
+        address = self.controller_address
+        if self._leader_unreachable and len(self._bootstrap) > 1:
+            address = None  # the leader did not answer: a voter tells who leads now
+        if address is None:  # not known, or not answering: try the bootstrap servers in turn
             address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
             if self._connection is None:
                 self._next_bootstrap += 1

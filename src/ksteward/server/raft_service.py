@@ -117,6 +117,9 @@ def fetch_error_response(request: Any, api_version: int, error: ErrorCode) -> An
 async def handle_fetch(node: Node, ctx: RequestContext, request: Any) -> Any:
     if not _cluster_action(node, ctx):
         return fetch_error_response(request, ctx.api_version, ErrorCode.cluster_authorization_failed)
+    quorum = getattr(node, "quorum", None)
+    if quorum is not None:  # one of several voters: the Raft voter answers, as leader or not (server.quorum)
+        return await quorum.handle_request(ApiKey.FETCH, ctx.api_version, request, ctx.listener)
     service = _service(node)
     result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener)
     if isinstance(result, ParkedFetch):
@@ -129,4 +132,7 @@ async def handle_fetch_snapshot(node: Node, ctx: RequestContext, request: Any) -
     if not _cluster_action(node, ctx):
         values = {"error_code": ErrorCode.cluster_authorization_failed, "topics": []}
         return build(response_class(ApiKey.FETCH_SNAPSHOT, ctx.api_version), values)
+    quorum = getattr(node, "quorum", None)
+    if quorum is not None:
+        return await quorum.handle_request(ApiKey.FETCH_SNAPSHOT, ctx.api_version, request, ctx.listener)
     return _service(node).leader.handle_fetch_snapshot(request, ctx.api_version, ctx.listener)

@@ -8,6 +8,7 @@ import asyncio
 import logging
 
 from ksteward.controller.active import Controller
+from ksteward.controller.result import NotControllerError
 
 log = logging.getLogger(__name__)
 
@@ -18,6 +19,8 @@ async def sweep_expired_tokens(controller: Controller, interval_s: float) -> Non
         await asyncio.sleep(interval_s)
         try:
             removed = await controller.sweep_expired_delegation_tokens()
+        except NotControllerError:  # a standby of a quorum: the active controller sweeps
+            continue
         except RuntimeError as exc:  # the metadata log failed: no more writes
             log.error("delegation token sweep stopped: %s", exc)
             return

@@ -1,0 +1,229 @@
+"""Controller failover benchmark (issue 18): a quorum of three controller voters and one broker.
+
+    .venv/bin/python -m bench.failover              # 20 kills at Kafka's default timeouts, 20 with lowered ones
+    .venv/bin/python -m bench.failover --quick      # 3 kills each, fewer commits: a smoke test
+
+Sections:
+
+- **failover, default timeouts** (``controller.quorum.election.timeout.ms`` 1000, ``fetch.timeout.ms`` 2000):
+  each round SIGKILLs the active controller (the node whose ``quorum-state`` names itself leader of the highest
+  epoch) and at once sends a CreateAcls v3 of a new binding through the broker, which forwards it in an
+  Envelope and retries on the way (NOT_CONTROLLER, a lost connection). The failover time is from the SIGKILL
+  to that write's acknowledgement (or, should the broker give up on it, the first acknowledged one after it).
+  The killed node is then restarted and waits until it follows the new epoch before the next round.
+- **failover, lowered timeouts**: the same with the election timeout at 200 ms and the fetch timeout at
+  400 ms, to show how the time scales with them.
+- **commit latency**: CreateAcls v3 sent straight to the active controller's listener (KIP-919), one request
+  in flight, on the three-voter quorum and on a one-voter controller started beside it, in interleaved rounds.
+  With three voters a write is answered once a majority has it durable (the leader's fsync, a follower's Fetch
+  and fsync, the next Fetch reporting it); with one voter, after the leader's own fsync.
+
+Prints the tables and writes ``bench/results/failover.json``; ``bench/README.md`` has the results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench._harness.cluster import broker_node, controller_node, new_cluster_id, quorum_nodes, quorum_state
+from bench._harness.report import table
+from bench._harness.runner import Benchmark, parser
+from bench._harness.server import ServerProcess
+from bench._harness.wire import FrameClient, decode_response, encode_request
+from ksteward.protocol.apis import ApiKey
+
+GOAL_P99_S = 3.0  # the issue's goal at Kafka's default timeouts
+GOAL_LATENCY_RATIO = 2.0  # three voters' p50 commit latency <= 2 x one voter's
+LOWERED = {"controller.quorum.election.timeout.ms": "200", "controller.quorum.fetch.timeout.ms": "400"}
+_names = itertools.count()
+
+
+@dataclass(frozen=True)
+class Params:
+    quick: bool
+    kills: int
+    commits: int  # per node kind and round, one in flight
+    rounds: int
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Params:
+        quick = bool(args.quick)
+        return cls(quick, args.kills or (3 if quick else 20), args.commits or (100 if quick else 1000), args.rounds)
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Nearest-rank p50 and p99 (as ``report.percentile_ms``), rounded."""
+    ordered = sorted(values)
+
+    def rank(q: float) -> float:
+        return ordered[max(1, min(len(ordered), round(q / 100 * len(ordered) + 0.5))) - 1]
+
+    return {"p50": round(rank(50), 4), "p99": round(rank(99), 4)}
+
+
+def create_acl_frame(cid: int) -> bytes:
+    creation = {"resource_type": 2, "resource_name": f"failover-{next(_names):08d}", "resource_pattern_type": 3,
+                "principal": "User:bench", "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
+    return encode_request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}, correlation_id=cid)
+
+
+def acked(payload: bytes) -> bool:
+    _, body = decode_response(ApiKey.CREATE_ACLS, 3, payload)
+    return len(body.results) == 1 and int(body.results[0].error_code) == 0
+
+
+def leader(nodes: list[ServerProcess]) -> ServerProcess | None:
+    states = [(n, quorum_state(n)) for n in nodes if n.proc is not None and n.proc.returncode is None]
+    known = [(n, s) for n, s in states if s is not None]
+    if not known:
+        return None
+    top = max(s["leaderEpoch"] for _, s in known)
+    return next((n for n, s in known if s["leaderEpoch"] == top and s["leaderId"] == int(n.extra["node.id"])), None)
+
+
+async def wait_until(condition: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        await asyncio.sleep(0.01)
+    raise TimeoutError(what)
+
+
+async def start_quorum(workdir: Path, overrides: Mapping[str, str]) -> tuple[list[ServerProcess], ServerProcess]:
+    cluster_id = new_cluster_id()
+    workdir = workdir / f"quorum-{next(_names)}"  # each section's quorum in its own directory
+    workdir.mkdir()
+    controllers = quorum_nodes(workdir, cluster_id, 3, overrides=overrides)
+    for node in controllers:
+        await node.spawn()
+    for node in controllers:
+        await node.wait_ready(120.0)
+    broker = broker_node(workdir, f"broker-{next(_names)}", cluster_id, controllers, 4, overrides=overrides)
+    await broker.start(120.0)
+    return controllers, broker
+
+
+async def write_until_acked(client: FrameClient, cid: itertools.count[int]) -> float:
+    """Send writes, one at a time, until one is acknowledged; the time (perf_counter) of that answer."""
+    while True:
+        payload = await client.request(create_acl_frame(next(cid)), timeout=120.0)
+        if acked(payload):
+            return time.perf_counter()
+
+
+async def section_failover(p: Params, workdir: Path, overrides: Mapping[str, str]) -> dict[str, Any]:
+    controllers, broker = await start_quorum(workdir, overrides)
+    cid = itertools.count(1)
+    times: list[float] = []
+    try:
+        client = await FrameClient.connect(broker.port)
+        await write_until_acked(client, cid)
+        for kill in range(p.kills):
+            old = await wait_until(lambda: leader(controllers), 60.0, "a leader")
+            epoch = quorum_state(old)["leaderEpoch"]  # type: ignore[index]
+            killed_at = time.perf_counter()
+            old.kill()
+            acked_at = await write_until_acked(client, cid)
+            times.append(acked_at - killed_at)
+            new = await wait_until(lambda: leader(controllers), 60.0, "a new leader")
+            print(f"  kill {kill + 1}: {old.name} (epoch {epoch}) -> {new.name}: {times[-1]:.3f}s", flush=True)
+            await old.spawn()
+            await old.wait_ready(120.0)
+            new_epoch = quorum_state(new)["leaderEpoch"]  # type: ignore[index]
+            await wait_until(lambda o=old, e=new_epoch: (quorum_state(o) or {}).get("leaderEpoch", -1) >= e, 60.0,
+                             "the killed node follows the new epoch")  # fmt: skip
+        client.close()
+    finally:
+        for node in (broker, *controllers):
+            node.kill()
+    stats = percentiles(times)
+    rows = [{"kills": len(times), "p50_s": stats["p50"], "p99_s": stats["p99"], "max_s": round(max(times), 4)}]
+    print(table("failover: SIGKILL of the active controller -> first forwarded write acknowledged",
+                [("kills", "kills"), ("p50 s", "p50_s"), ("p99 s", "p99_s"), ("max s", "max_s")], rows))  # fmt: skip
+    return {"overrides": dict(overrides), "seconds": [round(t, 4) for t in times], **rows[0]}
+
+
+async def section_default(p: Params, workdir: Path) -> dict[str, Any]:
+    result = await section_failover(p, workdir, {})
+    result["goal_p99_s"] = GOAL_P99_S
+    return result
+
+
+async def section_lowered(p: Params, workdir: Path) -> dict[str, Any]:
+    return await section_failover(p, workdir, LOWERED)
+
+
+async def commit_latencies(port: int, count: int) -> list[float]:
+    client = await FrameClient.connect(port)
+    out = []
+    try:
+        for cid in range(count):
+            frame = create_acl_frame(cid)
+            started = time.perf_counter()
+            payload = await client.request(frame, timeout=60.0)
+            out.append((time.perf_counter() - started) * 1000)
+            assert acked(payload), "a commit failed"
+    finally:
+        client.close()
+    return out
+
+
+async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
+    controllers, broker = await start_quorum(workdir, {})
+    single = controller_node(workdir, "single-voter", new_cluster_id())
+    await single.start(120.0)
+    samples: dict[str, list[float]] = {"3 voters": [], "1 voter": []}
+    try:
+        for r in range(p.rounds):
+            order = ["3 voters", "1 voter"] if r % 2 == 0 else ["1 voter", "3 voters"]
+            for kind in order:
+                node = leader(controllers) if kind == "3 voters" else single
+                assert node is not None
+                samples[kind] += await commit_latencies(node.port, p.commits)
+    finally:
+        for node in (broker, single, *controllers):
+            node.kill()
+    rows: list[dict[str, Any]] = []
+    for kind, values in samples.items():
+        stats = percentiles(values)
+        rows.append({"voters": kind, "commits": len(values), "p50_ms": stats["p50"], "p99_ms": stats["p99"]})
+    ratio = rows[0]["p50_ms"] / rows[1]["p50_ms"]
+    print(table("commit latency: CreateAcls v3 straight to the active controller, one in flight",
+                [("quorum", "voters"), ("commits", "commits"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms")],
+                rows))  # fmt: skip
+    print(f"  p50 ratio 3 voters / 1 voter: {ratio:.2f} (goal <= {GOAL_LATENCY_RATIO})")
+    return {"rows": rows, "p50_ratio": round(ratio, 3), "goal_p50_ratio": GOAL_LATENCY_RATIO}
+
+
+BENCHMARK = Benchmark("failover", "controller failover")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    out = parser(__doc__, "failover", "3 kills per section and 100 commits per round (a smoke test)")
+    add = out.add_argument
+    add("--kills", type=int, help="SIGKILLs of the active controller per failover section (default 20, quick 3)")
+    add("--commits", type=int, help="commits per quorum kind and round (default 1000, quick 100)")
+    add("--rounds", type=int, default=3, help="interleaved rounds of the commit latency section (default 3)")
+    add("--skip", action="append", default=[], help="a section to leave out (default, lowered, latency)")
+    return out.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    p = Params.from_args(args)
+    sections = {"default": section_default, "lowered": section_lowered, "latency": section_latency}
+    return BENCHMARK.main(args, p, {k: v for k, v in sections.items() if k not in args.skip})
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,365 @@
+"""The asyncio driver of one controller voter in a quorum of several (issue 18; KIP-595, KIP-996).
+
+``raft.voter.RaftVoter`` decides everything (states, votes, the high watermark, check-quorum); this shell
+gives it time, sockets and files, and carries out its actions **in order, each finished before the next**
+(``raft.voter_actions``). Every action but ``SendRequest`` is carried out synchronously on the event loop, so
+no other event can come between a ``PersistElectionState`` (``write_quorum_state``: temp file, fsync, rename)
+and what depends on it, and a voter's ``FlushLog`` (fsync) is done before the voter can produce its next Fetch:
+
+- ``PersistElectionState``: ``quorum-state`` is written before anything acts on the transition;
+- ``SendRequest``: a task sends it to that voter's controller listener (``server.voter_peers``) and feeds
+  the response (or the failure) back;
+- ``AppendBatches`` / ``TruncateTo`` / snapshot steps: ``FollowerLog``; ``FlushLog``: ``MetadataLog.flush``;
+- ``BecameLeader`` / ``LostLeadership`` / ``HighWatermarkUpdated``: the controller on top
+  (``server.controller_quorum``): claim, renounce, commit;
+- ``LeaderChanged``: logged.
+
+Timers: one task sleeps until ``next_deadline_ms`` (or an event that may change it) and calls ``tick``.
+Requests: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot from the listener go to
+``handle_request``; a Fetch the leader parks waits until the served (durable) end passes its offset, the high
+watermark moves, ``max_wait_ms`` passes or the leadership ends (Kafka completes parked fetches on a high
+watermark change too, ``KafkaRaftClient.onUpdateLeaderHighWatermark``), then ``complete_fetch`` answers it.
+The leader's group commit reports each fsync (``on_leader_durable`` → ``on_log_flushed``).
+
+Every election and resignation is logged with its epoch and reason (``raft state: ...`` lines).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+from ksteward.configs.server_config import ConfigError, ServerConfig
+from ksteward.controller.active import Controller
+from ksteward.controller.result import NotControllerError
+from ksteward.metadata.log import MetadataLog
+from ksteward.protocol.apis import ApiKey
+from ksteward.raft.election import QuorumConfig
+from ksteward.raft.follower_log import FollowerLog
+from ksteward.raft.leader import ParkedFetch
+from ksteward.raft.log_view import MetadataLogView
+from ksteward.raft.observer import (
+    AbortSnapshotDownload,
+    AppendBatches,
+    HighWatermarkUpdated,
+    InstallSnapshot,
+    LeaderChanged,
+    StartSnapshotDownload,
+    TruncateTo,
+    WriteSnapshotChunk,
+)
+from ksteward.raft.quorum_state import QUORUM_STATE_FILE, QuorumStateError, read_quorum_state, write_quorum_state
+from ksteward.raft.voter import RaftVoter
+from ksteward.raft.voter_actions import (
+    BecameLeader,
+    FlushLog,
+    LostLeadership,
+    PersistElectionState,
+    SendRequest,
+    VoterAction,
+)
+from ksteward.server.committer import GroupCommitter
+from ksteward.server.controller_channel import controller_login
+from ksteward.server.controller_quorum import ControllerQuorumRole
+from ksteward.server.tasks import cancel_and_wait
+from ksteward.server.voter_peers import ELECTION_LANE, FETCH_LANE, VoterPeers
+
+log = logging.getLogger(__name__)
+
+_FOLLOWER_LOG_ACTIONS = (
+    AppendBatches,
+    TruncateTo,
+    StartSnapshotDownload,
+    WriteSnapshotChunk,
+    InstallSnapshot,
+    AbortSnapshotDownload,
+)
+#: How long a leader that stops (SIGTERM) waits for a successor after resigning (Kafka's graceful shutdown).
+SHUTDOWN_TIMEOUT_MS = 2000
+
+
+def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
+    """The reason for a state change, as far as the driver sees it (the voter logs the details)."""
+    if not old:
+        return "read from quorum-state"
+    if new == "Prospective":
+        return "fetch timeout: no Fetch answer from the leader" if old == "Follower" else "election timeout"
+    if new == "Candidate":
+        return "a majority granted the pre-vote" if old == "Prospective" else "election"
+    if new == "Leader":
+        return "a majority granted the vote"
+    if new == "Resigned":
+        return "resigned the leadership"
+    if epoch > old_epoch:
+        return f"learnt epoch {epoch}"
+    if new == "Follower":
+        return "learnt the leader"
+    return "election failed or timed out"
+
+
+def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
+    """Kafka's ``controller.quorum.*`` keys (``QuorumConfig``), with its defaults."""
+    defaults = QuorumConfig()
+
+    def ms(key: str, default: int) -> int:
+        raw = static.get(f"controller.quorum.{key}")
+        if raw is None or not raw.strip():
+            return default
+        value = int(raw)
+        if value < 0:
+            raise ValueError(f"controller.quorum.{key} must not be negative")
+        return value
+
+    return QuorumConfig(
+        election_timeout_ms=ms("election.timeout.ms", defaults.election_timeout_ms),
+        fetch_timeout_ms=ms("fetch.timeout.ms", defaults.fetch_timeout_ms),
+        election_backoff_max_ms=ms("election.backoff.max.ms", defaults.election_backoff_max_ms),
+        request_timeout_ms=ms("request.timeout.ms", defaults.request_timeout_ms),
+        retry_backoff_ms=ms("retry.backoff.ms", defaults.retry_backoff_ms),
+    )
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class QuorumDriver:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        cluster_id: str,
+        metadata_log: MetadataLog,
+        role: ControllerQuorumRole,
+        endpoints: Mapping[str, tuple[str, int]],
+        sasl_plain: tuple[str, str] | None,
+    ) -> None:
+        self._node_id = config.node_id
+        self._log = metadata_log
+        self._role = role
+        self._config = quorum_config(config.static)
+        voters = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
+        self._state_path = metadata_log.directory / QUORUM_STATE_FILE
+        self._follower_log = FollowerLog(metadata_log)
+        # The leader serves its log up to its end, before its own fsync, as Kafka's leader does (log-end isolation;
+        # parked fetches are released just before the fsync, KafkaRaftClient.flushLeaderLog): the leader's and a
+        # follower's fsyncs overlap. The high watermark then counts the leader's log end, like Kafka's. A write
+        # is still answered only once durable here too (GroupCommitter.advance_high_watermark resolves fsynced
+        # batches only), and the high watermark is a follower's fetch offset, which moves only after its
+        # FlushLog: every acknowledged write is durable on a majority (docs/cluster.md, "Quorum").
+        self._view = MetadataLogView(metadata_log)
+        self.voter = RaftVoter(
+            node_id=config.node_id,
+            cluster_id=cluster_id,
+            voters=set(voters),
+            log=self._view,
+            endpoints=endpoints,
+            config=self._config,
+            rng=random.Random(),
+        )
+        self._peers = VoterPeers(
+            {i: a for i, a in voters.items() if i != config.node_id},
+            node_id=config.node_id,
+            sasl_plain=sasl_plain,
+            request_timeout_s=self._config.request_timeout_ms / 1000,
+        )
+        self._started = asyncio.Event()
+        self._wake = asyncio.Event()  # the timer loop re-reads the deadline
+        self._progress: set[asyncio.Future[None]] = set()  # parked fetches waiting for any change
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._timer: asyncio.Task[None] | None = None
+        self._described = ("", -1, -1)  # (state, epoch, leader) last logged
+        self._closing = False
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            stored = read_quorum_state(self._state_path)
+        except QuorumStateError:
+            raise
+        self._perform(self.voter.start(stored, _now_ms()))
+        self._started.set()
+        self._timer = asyncio.get_running_loop().create_task(self._run_timers(), name="raft-timers")
+
+    async def close(self) -> None:
+        """Graceful shutdown: a leader resigns (EndQuorumEpoch) and waits a little for a successor."""
+        if self._started.is_set() and not self._closing:
+            self._closing = True
+            with contextlib.suppress(Exception):
+                self._perform(self.voter.begin_shutdown(_now_ms(), SHUTDOWN_TIMEOUT_MS))
+                deadline = time.monotonic() + SHUTDOWN_TIMEOUT_MS / 1000
+                while not self.voter.shutdown_complete(_now_ms()) and time.monotonic() < deadline:
+                    self._wake.set()
+                    await asyncio.sleep(0.02)
+        await cancel_and_wait(self._timer)
+        for task in list(self._tasks):
+            await cancel_and_wait(task)
+        self._notify_progress()
+        await self._peers.close()
+
+    # --- events ----------------------------------------------------------------------------------------
+    async def handle_request(self, api_key: int, api_version: int, request: Any, listener: str) -> Any:
+        """A Raft request from a peer or a broker: the voter's answer, after its actions were carried out."""
+        await self._started.wait()
+        response, actions = self.voter.handle_request(api_key, api_version, request, listener, _now_ms())
+        self._perform(actions)
+        if isinstance(response, ParkedFetch):
+            await self._wait_parked(response)
+            response, actions = self.voter.complete_fetch(request, api_version, listener, _now_ms())
+            self._perform(actions)
+        return response
+
+    def on_leader_appended(self) -> None:
+        """The leader appended a batch: parked fetches may take it now."""
+        self._notify_progress()
+
+    def on_leader_durable(self, end_offset: int) -> None:
+        """The leader's group commit fsynced up to ``end_offset``: its own end counts toward the high watermark."""
+        if not self._started.is_set():
+            return
+        self._perform(self.voter.on_log_flushed(_now_ms()))
+        self._notify_progress()
+
+    async def _wait_parked(self, parked: ParkedFetch) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + parked.max_wait_ms / 1000
+        view_end = lambda: self._log.next_offset  # noqa: E731 - the served end the leader reads up to
+        hw, epoch = self.voter.high_watermark, self.voter.epoch
+        while view_end() <= parked.fetch_offset and self.voter.high_watermark == hw and self.voter.epoch == epoch:
+            if self.voter.leader is None or self._closing:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._progress.add(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            except TimeoutError:
+                return
+            finally:
+                self._progress.discard(waiter)
+
+    def _notify_progress(self) -> None:
+        waiters, self._progress = self._progress, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _run_timers(self) -> None:
+        while True:
+            self._wake.clear()
+            delay = max(self.voter.next_deadline_ms() - _now_ms(), 0) / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
+            try:
+                self._perform(self.voter.tick(_now_ms()))
+            except Exception:  # a bug in one tick must not stop elections for good
+                log.exception("raft tick failed")
+                await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+
+    # --- carrying out the voter's actions ---------------------------------------------------------------
+    def _perform(self, actions: list[VoterAction]) -> None:
+        for action in actions:
+            if isinstance(action, PersistElectionState):
+                write_quorum_state(self._state_path, action.state)
+            elif isinstance(action, SendRequest):
+                self._send(action)
+            elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
+                self._follower_log.apply_one(action)
+            elif isinstance(action, FlushLog):
+                self._log.flush()
+            elif isinstance(action, BecameLeader):
+                granted = sorted(int(v.voter_id) for v in getattr(action.leader_change, "granting_voters", ()))
+                log.info("raft: elected leader of epoch %d with the votes of %s; the epoch starts at offset %d",
+                         action.epoch, granted, action.epoch_start_offset)  # fmt: skip
+                self._role.begin_claim(action.epoch, action.epoch_start_offset, action.leader_change)
+            elif isinstance(action, LostLeadership):
+                log.info("raft: resigned the leadership of epoch %d: %s", action.epoch, action.reason)
+                self._role.renounce(action.reason)
+                self._notify_progress()
+            elif isinstance(action, HighWatermarkUpdated):
+                self._role.on_high_watermark(action.offset)
+                self._notify_progress()
+            elif isinstance(action, LeaderChanged):
+                pass  # logged below, with the state it leads to
+        self._log_state()
+        self._wake.set()
+
+    def _log_state(self) -> None:
+        voter = self.voter
+        described = (voter.kind.value, voter.epoch, voter.leader_id)
+        if described == self._described:
+            return
+        old_state, old_epoch, _ = self._described
+        self._described = described
+        leader = f", leader {voter.leader_id}" if voter.leader_id >= 0 else ""
+        log.info("raft state: %s in epoch %d%s (was %s; %s)", voter.kind.value, voter.epoch, leader,
+                 old_state or "starting", _why(old_state, old_epoch, voter.kind.value, voter.epoch))  # fmt: skip
+
+    def _send(self, action: SendRequest) -> None:
+        task = asyncio.get_running_loop().create_task(self._call(action), name=f"raft-send-{action.request_id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call(self, action: SendRequest) -> None:
+        lane = FETCH_LANE if action.api_key in (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT) else ELECTION_LANE
+        # The voter times an unanswered request out itself; a late answer is still handed over (it ignores it).
+        timeout_s = self._config.request_timeout_ms / 1000 + 1.0
+        response = await self._peers.call(action.destination, action.api_key, action.api_version, action.body,
+                                          lane=lane, timeout_s=timeout_s)  # fmt: skip
+        try:
+            if response is None:
+                await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+                self._perform(self.voter.handle_request_failure(action.request_id, _now_ms()))
+            else:
+                self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
+        except Exception:
+            log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
+
+
+def build_quorum_driver(
+    config: ServerConfig,
+    cluster_id: str,
+    metadata_log: MetadataLog,
+    committer: GroupCommitter,
+    controller: Controller,
+    endpoints: Mapping[str, tuple[str, int]],
+) -> QuorumDriver:
+    """The voter of a controller-only node and the controller on top of it; raises ConfigError or ValueError
+    for what cannot run. A combined node (``broker,controller``) with several voters would need its broker
+    to register with, and forward to, whichever voter leads: not built yet."""
+    if config.is_broker:
+        raise ConfigError("process.roles=broker,controller with several controller.quorum.voters is not "
+                          "supported yet: run the voters as process.roles=controller")  # fmt: skip
+    role = ControllerQuorumRole(node_id=config.node_id, metadata_log=metadata_log, committer=committer,
+                                controller=controller)  # fmt: skip
+    # On activation: finalize the features of a new log (the first leader of a new cluster), as a single
+    # controller does at its start (Controller.bootstrap).
+    role.on_active.append(lambda _epoch: _spawn(controller.bootstrap(None), "controller-activation"))
+    return QuorumDriver(config, cluster_id=cluster_id, metadata_log=metadata_log, role=role, endpoints=endpoints,
+                        sasl_plain=controller_login(config))  # fmt: skip
+
+
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _spawn(coroutine: Awaitable[Any], name: str) -> None:
+    async def run() -> None:
+        try:
+            await coroutine
+        except NotControllerError:
+            pass  # the leadership ended again at once
+        except Exception:
+            log.exception("%s failed", name)
+
+    task = asyncio.get_running_loop().create_task(run(), name=name)
+    _background.add(task)
+    task.add_done_callback(_background.discard)

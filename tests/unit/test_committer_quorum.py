@@ -1,0 +1,110 @@
+"""GroupCommitter with several voters (``quorum=True``): durable is not committed. A write is answered only once
+the high watermark passes it; losing the leadership fails what waits with NotControllerError and reverts
+``latest`` to the last committed image; a standby accepts no write (``ksteward.server.committer``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+from kio.static.primitive import i8
+
+from ksteward.controller.active import Controller
+from ksteward.controller.result import NotControllerError
+from ksteward.metadata.loader import load
+from ksteward.metadata.records import AccessControlEntryRecord
+from ksteward.server.committer import GroupCommitter
+
+LOGGER = logging.getLogger("test")
+
+
+def acl(name: str) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        id=uuid.uuid4(), resource_type=i8(2), resource_name=name, pattern_type=i8(3), principal="User:alice",
+        host="*", operation=i8(3), permission_type=i8(3),
+    )  # fmt: skip
+
+
+async def _until(condition: object, what: str) -> None:
+    for _ in range(500):
+        if callable(condition) and condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(what)
+
+
+def test_a_write_is_answered_once_the_high_watermark_passes_it_not_once_durable(tmp_path: Path) -> None:
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        durable: list[int] = []
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True, on_durable=durable.append)
+        with pytest.raises(NotControllerError):
+            committer.append([acl("standby")])  # not leading yet
+        committer.activate(2)
+        first = committer.append([acl("a")])
+        await _until(lambda: durable, "the fsync reported the durable end")
+        assert durable[-1] == 1 and not first.done()  # durable here, not yet on a majority
+        assert committer.published.offset == -1 and committer.latest.offset == 0
+        committer.advance_high_watermark(1)
+        assert await first == 0
+        assert committer.published.offset == 0
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_losing_the_leadership_fails_waiting_writes_and_reverts_to_the_committed_image(tmp_path: Path) -> None:
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True)
+        committer.activate(1)
+        committed = committer.append([acl("committed")])
+        await _until(lambda: committer._uncommitted, "durable")
+        committer.advance_high_watermark(1)
+        await committed
+        lost = [committer.append([acl(f"lost-{i}")]) for i in range(3)]
+        assert len(committer.latest.acls) == 4
+        committer.abandon()
+        for future in lost:
+            with pytest.raises(NotControllerError):
+                await future
+        assert committer.latest is committer.published and len(committer.latest.acls) == 1
+        with pytest.raises(NotControllerError):
+            committer.append([acl("after")])
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_a_standby_controller_refuses_every_operation_with_not_controller(tmp_path: Path) -> None:
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True)
+        controller = Controller(committer)
+        controller.is_active = lambda: committer.active
+        with pytest.raises(NotControllerError):
+            await controller.fence_stale_brokers(0.0)  # writes nothing, and still refused on a standby
+        log.close()
+
+    asyncio.run(run())
+
+
+def test_a_high_watermark_that_passes_a_batch_before_its_local_fsync_answers_it_once_durable(tmp_path: Path) -> None:
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True)
+        committer.activate(1)
+        future = committer.append([acl("a")])
+        committer.advance_high_watermark(1)  # a follower has it; this node's fsync is still running
+        assert not future.done()
+        assert await future == 0  # answered by the fsync's completion, with no new high watermark
+        assert committer.published.offset == 0
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())
