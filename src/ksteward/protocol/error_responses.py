@@ -153,6 +153,7 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: _alter_scram,
     ApiKey.ALTER_PARTITION: _top_level(topics=[]),
     ApiKey.UPDATE_FEATURES: _top_level(results=[]),
+    ApiKey.DESCRIBE_QUORUM: _top_level(topics=[], nodes=[]),  # DescribeQuorumRequest.getErrorResponse
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),

@@ -14,6 +14,7 @@ the cluster, else the request's error response with ``CLUSTER_AUTHORIZATION_FAIL
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
@@ -118,10 +119,11 @@ async def handle_fetch(node: Node, ctx: RequestContext, request: Any) -> Any:
     if not _cluster_action(node, ctx):
         return fetch_error_response(request, ctx.api_version, ErrorCode.cluster_authorization_failed)
     service = _service(node)
-    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener)
+    # The leader's wall clock times each fetcher's progress, as DescribeQuorum reports it (LeaderState).
+    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener, time.time_ns() // 1_000_000)
     if isinstance(result, ParkedFetch):
         await service.wait_for_data(result)
-        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener)
+        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener, time.time_ns() // 1_000_000)
     return result
 
 
