@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -21,9 +22,9 @@ from ksteward.broker.authz import authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.configs.server_config import ServerConfig
 from ksteward.raft.describe_quorum import VoterNode, describe_quorum_response, top_level_error
-from ksteward.raft.progress import QuorumDescription
+from ksteward.raft.progress import QuorumDescription, ReplicaProgress
 
-__all__ = ["QuorumProvider", "handle_describe_quorum", "quorum_provider", "voter_nodes"]
+__all__ = ["QuorumProvider", "clock_ms", "handle_describe_quorum", "on_wall_clock", "quorum_provider", "voter_nodes"]
 
 #: What DescribeQuorum reports: the leader's view, or None when this replica does not lead.
 QuorumProvider = Callable[[], QuorumDescription | None]
@@ -31,8 +32,30 @@ QuorumProvider = Callable[[], QuorumDescription | None]
 _CLUSTER_DENIED = "Cluster authorization failed."
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000  # the leader's wall clock, as Kafka's timestamps are
+def clock_ms() -> int:
+    """The clock the leader times fetches with: monotonic, as the Raft drivers' timers are (``server.quorum``), so
+    that a wall-clock step never expires an observer or check-quorum early."""
+    return time.monotonic_ns() // 1_000_000
+
+
+def on_wall_clock(description: QuorumDescription, clock_now_ms: int, wall_now_ms: int) -> QuorumDescription:
+    """``description`` (timed by :func:`clock_ms`, read at ``clock_now_ms``) with every known timestamp moved to
+    the wall clock: DescribeQuorum reports the leader's wall-clock time, as Kafka's ``LeaderState`` does."""
+
+    def moved(progress: ReplicaProgress) -> ReplicaProgress:
+        def at(ms: int) -> int:
+            return ms if ms < 0 else wall_now_ms - (clock_now_ms - ms)
+
+        return replace(progress, last_fetch_timestamp_ms=at(progress.last_fetch_timestamp_ms),
+                       last_caught_up_timestamp_ms=at(progress.last_caught_up_timestamp_ms))  # fmt: skip
+
+    voters = tuple(moved(v) for v in description.voters)
+    return replace(description, voters=voters, observers=tuple(moved(o) for o in description.observers))
+
+
+def _described(leader: Any) -> QuorumDescription:
+    now = clock_ms()
+    return on_wall_clock(leader.describe(now), now, time.time_ns() // 1_000_000)
 
 
 def quorum_provider(node: Node) -> QuorumProvider:
@@ -43,11 +66,11 @@ def quorum_provider(node: Node) -> QuorumProvider:
 
         def several() -> QuorumDescription | None:
             leader = quorum.voter.leader
-            return None if leader is None else leader.describe(_now_ms())
+            return None if leader is None else _described(leader)
 
         return several
     service = node.raft_service  # type: ignore[attr-defined]  # a controller node has one
-    return lambda: service.leader.describe(_now_ms())
+    return lambda: _described(service.leader)
 
 
 def voter_nodes(config: ServerConfig) -> tuple[VoterNode, ...]:

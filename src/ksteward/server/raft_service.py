@@ -14,7 +14,6 @@ the cluster, else the request's error response with ``CLUSTER_AUTHORIZATION_FAIL
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping
 from typing import Any, Protocol, cast
 
@@ -30,6 +29,7 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.raft.leader import ParkedFetch, RaftLeader
 from ksteward.raft.log_view import MetadataLogView
+from ksteward.server.describe_quorum import clock_ms
 
 __all__ = ["RaftService", "handle_fetch", "handle_fetch_snapshot"]
 
@@ -119,11 +119,11 @@ async def handle_fetch(node: Node, ctx: RequestContext, request: Any) -> Any:
     if not _cluster_action(node, ctx):
         return fetch_error_response(request, ctx.api_version, ErrorCode.cluster_authorization_failed)
     service = _service(node)
-    # The leader's wall clock times each fetcher's progress, as DescribeQuorum reports it (LeaderState).
-    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener, time.time_ns() // 1_000_000)
+    # Each fetcher's progress is timed (LeaderState), on the clock DescribeQuorum reads it with.
+    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener, clock_ms())
     if isinstance(result, ParkedFetch):
         await service.wait_for_data(result)
-        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener, time.time_ns() // 1_000_000)
+        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener, clock_ms())
     return result
 
 

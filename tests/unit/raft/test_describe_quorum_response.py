@@ -23,7 +23,7 @@ from ksteward.raft.describe_quorum import (
     top_level_error,
 )
 from ksteward.raft.progress import QuorumDescription, ReplicaProgress
-from ksteward.server.describe_quorum import quorum_provider, voter_nodes
+from ksteward.server.describe_quorum import on_wall_clock, quorum_provider, voter_nodes
 
 DIRECTORY = uuid.UUID(int=0xABC)
 VIEW = QuorumDescription(
@@ -149,15 +149,18 @@ def test_the_provider_reads_the_voter_of_a_quorum_and_none_when_it_does_not_lead
     leader = _Leader()
     voter = SimpleNamespace(leader=leader)
     provide = quorum_provider(SimpleNamespace(quorum=SimpleNamespace(voter=voter)))  # type: ignore[arg-type]
-    assert provide() is VIEW
-    assert leader.asked_at[0] > 1_600_000_000_000  # the wall clock, in ms
+    described = provide()
+    assert described is not None and described.voters[0].last_fetch_timestamp_ms > 1_600_000_000_000  # wall clock
+    assert (described.leader_id, described.high_watermark, described.observers[0].log_end_offset) == (1, 120, 118)
     voter.leader = None
     assert provide() is None
 
 
 def test_the_provider_reads_the_single_voter_otherwise() -> None:
-    node = SimpleNamespace(quorum=None, raft_service=SimpleNamespace(leader=_Leader()))
-    assert quorum_provider(node)() is VIEW  # type: ignore[arg-type]
+    leader = _Leader()
+    node = SimpleNamespace(quorum=None, raft_service=SimpleNamespace(leader=leader))
+    described = quorum_provider(node)()  # type: ignore[arg-type]
+    assert described is not None and described.leader_epoch == 7 and len(leader.asked_at) == 1
 
 
 BASE = {"node.id": "1", "process.roles": "controller", "controller.listener.names": "CONTROLLER",
@@ -177,3 +180,16 @@ def test_nodes_are_the_static_voters_on_the_first_controller_listener() -> None:
 def test_a_lone_controller_without_voters_reports_its_own_listener() -> None:
     config = parse_server_config({**BASE, "listeners": "CONTROLLER://127.0.0.1:9093"})
     assert voter_nodes(config) == (VoterNode(1, (("CONTROLLER", "127.0.0.1", 9093),)),)
+
+
+def test_timestamps_move_from_the_leaders_clock_to_the_wall_clock() -> None:
+    view = QuorumDescription(
+        1, 2, 10, (ReplicaProgress(1, 10, 5_000, 5_000), ReplicaProgress(2, 9, 4_000, -1)), (ReplicaProgress(4, 3),)
+    )
+    moved = on_wall_clock(view, clock_now_ms=5_000, wall_now_ms=1_700_000_000_000)
+    assert moved.voters == (
+        ReplicaProgress(1, 10, 1_700_000_000_000, 1_700_000_000_000),
+        ReplicaProgress(2, 9, 1_699_999_999_000, -1),
+    )
+    assert moved.observers == (ReplicaProgress(4, 3),)  # unknown stays -1
+    assert (moved.leader_id, moved.leader_epoch, moved.high_watermark) == (1, 2, 10)
