@@ -35,12 +35,14 @@ def describe(node: ClusterNode) -> Any:
 
 
 def settled(cluster: Cluster, controllers: list[ClusterNode]) -> tuple[ClusterNode, Any] | None:
-    """The controller that describes the quorum, once every voter and broker fetched from it; else None."""
+    """The one of ``controllers`` that describes the quorum, once the others and every broker fetched from it
+    (a voter that is not running never does); else None."""
+    running = {c.cluster_node_id for c in controllers}
     for node in controllers:
         partition = describe(node)
         if partition.error_code != ErrorCode.none:
             continue
-        fetched = all(v.last_fetch_timestamp > 0 for v in partition.current_voters)
+        fetched = all(v.last_fetch_timestamp > 0 for v in partition.current_voters if v.replica_id in running)
         observers = {int(o.replica_id) for o in partition.observers}
         if fetched and observers == {b.cluster_node_id for b in cluster.brokers}:
             return node, partition
