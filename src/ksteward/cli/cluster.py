@@ -172,6 +172,8 @@ def node_properties(node: Node, controllers: list[Node], cluster_id: str) -> dic
             "inter.broker.listener.name": "PLAINTEXT",
             "controller.quorum.bootstrap.servers": ",".join(c.address for c in controllers),
         }
+        if len(controllers) > 1:  # a static quorum: brokers map the leader's id to its address (kraft.version 0)
+            props["controller.quorum.voters"] = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
     return props
 
 

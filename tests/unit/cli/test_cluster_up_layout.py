@@ -18,7 +18,11 @@ def test_one_controller_keeps_the_layout_it_always_had(tmp_path: Path) -> None:
     ]
     controllers = nodes[:1]
     assert node_properties(nodes[0], controllers, "c")["controller.quorum.voters"] == "1@127.0.0.1:9095"
-    assert node_properties(nodes[1], controllers, "c")["controller.quorum.bootstrap.servers"] == "127.0.0.1:9095"
+    broker = node_properties(nodes[1], controllers, "c")
+    assert (broker["controller.quorum.bootstrap.servers"], "controller.quorum.voters" in broker) == (
+        "127.0.0.1:9095",
+        False,
+    )
 
 
 def test_three_controllers_are_all_voters_and_the_brokers_know_them_all(tmp_path: Path) -> None:
@@ -37,7 +41,7 @@ def test_three_controllers_are_all_voters_and_the_brokers_know_them_all(tmp_path
         assert (props["process.roles"], props["controller.quorum.voters"]) == ("controller", voters)
         assert props["listeners"] == f"CONTROLLER://127.0.0.1:{controller.port}"
     broker = node_properties(nodes[3], controllers, "c")
-    assert "controller.quorum.voters" not in broker
+    assert broker["controller.quorum.voters"] == voters  # the leader's id is mapped to its address
     assert broker["controller.quorum.bootstrap.servers"] == "127.0.0.1:19094,127.0.0.1:19095,127.0.0.1:19096"
 
 
