@@ -129,3 +129,13 @@ def test_v0_answers_without_timestamps_print_minus_one() -> None:
     described = info(THREE, version=0)
     assert described is not None
     assert [row[4:6] for row in replication_rows(described)] == [(-1, -1)] * 4
+
+
+def test_output_json_goes_before_or_after_describe() -> None:
+    from ksteward.cli.main import build_parser
+
+    parser = build_parser()
+    base = ["metadata", "quorum", "--bootstrap-server", "h:1"]
+    assert parser.parse_args([*base, "--output", "json", "describe", "--status"]).output == "json"
+    assert parser.parse_args([*base, "describe", "--replication", "--output", "json"]).output == "json"
+    assert parser.parse_args([*base, "describe", "--replication"]).output == "text"
