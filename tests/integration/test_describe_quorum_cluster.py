@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness import Cluster, ClusterNode, ksteward_cli, wait_for
+from harness import Cluster, ClusterNode, KstewardServer, ksteward_cli, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import RawConnection, connect
 
@@ -165,3 +165,15 @@ def test_describe_quorum_needs_describe_on_the_cluster(tmp_path: Path) -> None:
             assert describe_quorum(conn).topics[0].partitions[0].error_code == ErrorCode.none
     finally:
         made.kill()
+
+
+def test_a_combined_node_answers_on_its_client_listener(plaintext_server: KstewardServer) -> None:
+    """``process.roles=broker,controller``: the client listener runs the controller's handler in-process."""
+    with connect(plaintext_server.address) as conn:
+        body = describe_quorum(conn)
+    (partition,) = body.topics[0].partitions
+    node_id = plaintext_server.node_id
+    assert (body.error_code, partition.error_code, partition.leader_id) == (ErrorCode.none, ErrorCode.none, node_id)
+    assert [int(v.replica_id) for v in partition.current_voters] == [node_id]
+    assert partition.observers == ()
+    assert [n.node_id for n in body.nodes] == [node_id]
