@@ -113,6 +113,7 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.DESCRIBE_DELEGATION_TOKEN: {"owners": None},
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": None},
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
+    ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
     ApiKey.UPDATE_FEATURES: {
         "feature_updates": [{"feature": "group.version", "max_version_level": 1, "allow_downgrade": False}],
         "validate_only": False,

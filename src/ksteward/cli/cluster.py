@@ -1,4 +1,9 @@
-"""``ksteward cluster up|restart|status``: a local cluster of one controller-only node and broker-only nodes.
+"""``ksteward cluster up|restart|status``: a local cluster of controller-only nodes and broker-only nodes.
+
+``--controllers N`` (default 1) starts N controller-only nodes, 1..N, all listed in ``controller.quorum.voters``:
+with N > 1 they form a KRaft quorum and elect the active controller among themselves (KIP-595; 3 or 5 survive
+the loss of 1 or 2). The brokers are nodes N+1.., and find the active controller through
+``controller.quorum.bootstrap.servers``, which lists every controller.
 
 ``up`` writes one properties file per node under ``--dir``, starts each node as a ``ksteward serve``
 subprocess, waits for every ready line, prints the nodes and the bootstrap strings, and supervises them until
@@ -34,9 +39,10 @@ EXAMPLES = """\
 examples:
   ksteward cluster up                       # controller on 9095, brokers 2-4 on 9092-9094, data in ./cluster-data
   ksteward cluster up --brokers 2 --base-port 19092 --dir /tmp/kc
+  ksteward cluster up --controllers 3 --brokers 3   # a quorum of 3 voters (1-3) on 9095-9097, brokers 4-6
   ksteward cluster status                   # from another terminal: each node, alive or dead
   ksteward cluster restart 3                # SIGTERM broker 3; `up` starts it again; waits until it serves
-Ctrl-C (or SIGTERM) on `up` stops the brokers (controlled shutdown), then the controller.
+Ctrl-C (or SIGTERM) on `up` stops the brokers (controlled shutdown), then the controllers.
 """
 
 
@@ -77,8 +83,9 @@ class Node:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "cluster",
-        help="run a local cluster: one controller and N brokers on loopback",
-        description="A local cluster of one controller-only node (node 1) and broker-only nodes (2, 3, ...).",
+        help="run a local cluster: controllers and brokers on loopback",
+        description="A local cluster of controller-only nodes (1..N, one KRaft quorum) and broker-only nodes "
+        "(N+1, N+2, ...).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -87,12 +94,14 @@ def add_parser(sub: Any) -> None:
         "up", help="start the cluster and supervise it until Ctrl-C", epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
+    voters = "controller-only nodes, all voters of the quorum (default 1; 3 or 5 to survive failures)"
+    up.add_argument("--controllers", type=int, default=1, help=voters)
     up.add_argument("--brokers", type=int, default=3, help="how many broker-only nodes (default 3)")
     up.add_argument(
         "--base-port",
         type=int,
         default=9092,
-        help="brokers listen on BASE, BASE+1, ...; the controller on BASE+BROKERS (default 9092)",
+        help="brokers listen on BASE, BASE+1, ...; the controllers from BASE+BROKERS on (default 9092)",
     )
     up.add_argument("--start-timeout", type=float, default=60.0, help="seconds to wait for each ready line")
     _dir_argument(up)
@@ -117,12 +126,13 @@ def _dir_argument(p: argparse.ArgumentParser) -> None:
 # --- layout: ports, properties files, the cluster id --------------------------------------------------------
 
 
-def plan_nodes(directory: Path, brokers: int, base_port: int) -> list[Node]:
-    """Node 1 is the controller; brokers are nodes 2..brokers+1 on base_port, base_port+1, ..."""
-    controller = Node(1, "controller", base_port + brokers, directory / "controller-1")
-    nodes = [controller]
+def plan_nodes(directory: Path, brokers: int, base_port: int, controllers: int = 1) -> list[Node]:
+    """Nodes 1..controllers are the controllers, on base_port+brokers, ...; brokers are the next nodes, on
+    base_port, base_port+1, ... (one controller: node 1, brokers 2..brokers+1, as before there were several)."""
+    nodes = [Node(1 + i, "controller", base_port + brokers + i, directory / f"controller-{1 + i}")
+             for i in range(controllers)]  # fmt: skip
     for i in range(brokers):
-        node_id = 2 + i
+        node_id = controllers + 1 + i
         nodes.append(Node(node_id, "broker", base_port + i, directory / f"broker-{node_id}"))
     return nodes
 
@@ -139,8 +149,9 @@ def cluster_id_for(directory: Path) -> str:
     return cluster_id
 
 
-def node_properties(node: Node, controller: Node, cluster_id: str) -> dict[str, str]:
-    """Kafka's keys for a controller-only or a broker-only node (docs/cluster.md, "Configuration")."""
+def node_properties(node: Node, controllers: list[Node], cluster_id: str) -> dict[str, str]:
+    """Kafka's keys for a controller-only or a broker-only node (docs/cluster.md, "Configuration"): every
+    controller is a voter; brokers discover the active one among them all."""
     props = {
         "process.roles": node.role,
         "node.id": str(node.node_id),
@@ -152,15 +163,17 @@ def node_properties(node: Node, controller: Node, cluster_id: str) -> dict[str, 
     if node.role == "controller":
         props |= {
             "listeners": f"CONTROLLER://{node.address}",
-            "controller.quorum.voters": f"{node.node_id}@{node.address}",
+            "controller.quorum.voters": ",".join(f"{c.node_id}@{c.address}" for c in controllers),
         }
     else:
         props |= {
             "listeners": f"PLAINTEXT://{node.address}",
             "advertised.listeners": f"PLAINTEXT://{node.address}",
             "inter.broker.listener.name": "PLAINTEXT",
-            "controller.quorum.bootstrap.servers": controller.address,
+            "controller.quorum.bootstrap.servers": ",".join(c.address for c in controllers),
         }
+        if len(controllers) > 1:  # a static quorum: brokers map the leader's id to its address (kraft.version 0)
+            props["controller.quorum.voters"] = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
     return props
 
 
@@ -287,10 +300,12 @@ class Supervisor:
         return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
     def start_all(self) -> bool:
-        controller, brokers = self.nodes[0], self.nodes[1:]
-        self.spawn(controller, "starting")
+        controllers = [n for n in self.nodes if n.role == "controller"]
+        brokers = [n for n in self.nodes if n.role == "broker"]
+        for controller in controllers:  # together: the voters of a quorum elect a leader once a majority is up
+            self.spawn(controller, "starting")
         write_state(self.directory, self.nodes, self.cluster_id)
-        if not self.wait_ready(controller):
+        if not all(self.wait_ready(controller) for controller in controllers):
             return False
         for broker in brokers:  # together: each is ready once the controller has unfenced it
             self.spawn(broker, "starting")
@@ -312,7 +327,7 @@ class Supervisor:
             time.sleep(POLL_INTERVAL)
 
     def stop_all(self, timeout: float = 30.0) -> None:
-        """Brokers first (SIGTERM: their controlled shutdown needs the controller), then the controller."""
+        """Brokers first (SIGTERM: their controlled shutdown needs the controller), then the controllers."""
         brokers = [n for n in self.nodes if n.role == "broker"]
         controllers = [n for n in self.nodes if n.role == "controller"]
         for group in (brokers, controllers):
@@ -333,8 +348,8 @@ class Supervisor:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    if args.brokers < 1:
-        print("ksteward cluster: --brokers must be at least 1", file=sys.stderr)
+    if args.brokers < 1 or args.controllers < 1:
+        print("ksteward cluster: --brokers and --controllers must be at least 1", file=sys.stderr)
         return 2
     directory = Path(args.dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -342,14 +357,14 @@ def run_up(args: argparse.Namespace) -> int:
     if state is not None and state.get("pid") != os.getpid() and pid_alive(state.get("pid")):
         print(f"ksteward cluster: a cluster is already up on {directory} (pid {state['pid']})", file=sys.stderr)
         return 1
-    nodes = plan_nodes(directory, args.brokers, args.base_port)
+    nodes = plan_nodes(directory, args.brokers, args.base_port, args.controllers)
     taken = ports_in_use(nodes)
     if taken:
         print(f"ksteward cluster: ports already in use on {HOST}: {taken}; choose another --base-port", file=sys.stderr)
         return 1
     cluster_id = cluster_id_for(directory)
     for node in nodes:
-        write_properties(node, node_properties(node, nodes[0], cluster_id))
+        write_properties(node, node_properties(node, [n for n in nodes if n.role == "controller"], cluster_id))
     supervisor = Supervisor(directory, nodes, cluster_id, args.start_timeout)
     previous = {sig: signal.signal(sig, supervisor.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -359,7 +374,7 @@ def run_up(args: argparse.Namespace) -> int:
             return 0 if _stopped_by_signal(supervisor) else 1
         print_table(cluster_id, nodes, directory)
         supervisor.supervise()
-        print("ksteward cluster: stopping the brokers, then the controller", flush=True)
+        print("ksteward cluster: stopping the brokers, then the controllers", flush=True)
         supervisor.stop_all()
         print("ksteward cluster: stopped", flush=True)
         return 0

@@ -8,6 +8,8 @@ salts and keys and sensitive config values show as ``[hidden]``, decided by the 
 
 ``shell DIR`` loads the image read-only and lets you browse it as a tree, like
 ``kafka-metadata-shell``: ``ls``, ``cd``, ``pwd``, ``cat``, ``tree``, ``find``, ``help``, ``exit``.
+
+``quorum describe --status | --replication`` asks a running cluster (``ksteward.cli.metadata_quorum``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from ksteward.cli.metadata_quorum import add_quorum_parser
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.sensitive import HIDDEN, SECRET_BEARING_RECORD_TYPES, loggable_value, redacted_record_json
 from ksteward.metadata.batch import Batch
@@ -41,8 +44,8 @@ from ksteward.metadata.records.kafka_json import entity_json, kafka_uuid
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``metadata dump`` and ``metadata shell`` on the ``ksteward`` command's subparsers."""
-    parser = subparsers.add_parser("metadata", help="inspect a KRaft metadata log and its snapshots")
+    """Register ``metadata dump``, ``metadata shell`` and ``metadata quorum`` on ``ksteward``'s subparsers."""
+    parser = subparsers.add_parser("metadata", help="inspect a KRaft metadata log and its snapshots, or the quorum")
     commands = parser.add_subparsers(dest="metadata_command", metavar="COMMAND", required=True)
     dump = commands.add_parser("dump", help="print every record as one JSON line")
     dump.add_argument("path", help="a .log segment, a .checkpoint snapshot, or a metadata log directory")
@@ -51,6 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     shell.add_argument("dir", help="metadata.log.dir, or its __cluster_metadata-0 directory")
     shell.add_argument("--command", "-c", help="run one command (for example 'ls /') and exit")
     shell.set_defaults(func=run_shell)
+    add_quorum_parser(commands)
 
 
 # --- dump ----------------------------------------------------------------------------------------

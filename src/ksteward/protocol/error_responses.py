@@ -157,6 +157,7 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.BROKER_REGISTRATION: _top_level(broker_epoch=-1),
     ApiKey.BROKER_HEARTBEAT: _top_level(is_caught_up=False, is_fenced=True, should_shut_down=False),
     ApiKey.UPDATE_FEATURES: _top_level(results=[]),
+    ApiKey.DESCRIBE_QUORUM: _top_level(topics=[], nodes=[]),  # DescribeQuorumRequest.getErrorResponse
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),

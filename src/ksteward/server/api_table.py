@@ -40,6 +40,7 @@ from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_de
 from ksteward.broker.topic_partitions import handle_describe_topic_partitions
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.describe_quorum import handle_describe_quorum
 from ksteward.server.quorum_rpcs import handle_begin_quorum_epoch, handle_end_quorum_epoch, handle_vote
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
 
@@ -58,6 +59,8 @@ _COMMON = [
     ApiSpec(ApiKey.ALTER_CLIENT_QUOTAS, 0, 1, handle_alter_client_quotas),
     ApiSpec(ApiKey.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs),
     ApiSpec(ApiKey.UPDATE_FEATURES, 0, 2, handle_update_features),  # brokers forward it (KIP-590)
+    # KIP-595/KIP-836/KIP-853: served by the controllers; a broker forwards it (KafkaApis forwardToControllerOrFail)
+    ApiSpec(ApiKey.DESCRIBE_QUORUM, 0, 2, handle_describe_quorum),
 ]
 
 # The config alters: a broker preprocesses them before the controller's part (KafkaApis); a controller listener

@@ -29,6 +29,7 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.raft.leader import ParkedFetch, RaftLeader
 from ksteward.raft.log_view import MetadataLogView
+from ksteward.server.describe_quorum import clock_ms
 
 __all__ = ["RaftService", "handle_fetch", "handle_fetch_snapshot"]
 
@@ -121,10 +122,11 @@ async def handle_fetch(node: Node, ctx: RequestContext, request: Any) -> Any:
     if quorum is not None:  # one of several voters: the Raft voter answers, as leader or not (server.quorum)
         return await quorum.handle_request(ApiKey.FETCH, ctx.api_version, request, ctx.listener)
     service = _service(node)
-    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener)
+    # Each fetcher's progress is timed (LeaderState), on the clock DescribeQuorum reads it with.
+    result = service.leader.handle_fetch(request, ctx.api_version, ctx.listener, clock_ms())
     if isinstance(result, ParkedFetch):
         await service.wait_for_data(result)
-        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener)
+        result = service.leader.complete_fetch(request, ctx.api_version, ctx.listener, clock_ms())
     return result
 
 

@@ -1,0 +1,98 @@
+"""DescribeQuorum and ``ksteward metadata quorum describe`` on a quorum of three controllers (issue 18): only the
+leader describes the quorum, the other voters answer NOT_LEADER_OR_FOLLOWER as Kafka's
+``KafkaRaftClient.handleDescribeQuorumRequest`` does, a broker forwards to whichever leads, and after the leader
+is killed the answer names the new one in a higher epoch."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Cluster, ClusterNode, ksteward_cli, wait_for
+from kio.schema.errors import ErrorCode
+from rawkafka import connect
+
+from ksteward.protocol.apis import ApiKey
+
+# The voters' server side and the harness's Cluster(controllers=N) come with the quorum piece of issue 18.
+if (
+    importlib.util.find_spec("ksteward.server.quorum") is None
+    or "controllers" not in inspect.signature(Cluster).parameters
+):
+    pytest.skip("needs the controller quorum (ksteward.server.quorum, Cluster(controllers=N))", allow_module_level=True)
+
+METADATA = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+
+
+def describe(node: ClusterNode) -> Any:
+    with connect(node.address) as conn:
+        return conn.request(ApiKey.DESCRIBE_QUORUM, 2, {"topics": METADATA}).body.topics[0].partitions[0]
+
+
+def settled(cluster: Cluster, controllers: list[ClusterNode]) -> tuple[ClusterNode, Any] | None:
+    """The one of ``controllers`` that describes the quorum, once the others and every broker fetched from it
+    (a voter that is not running never does); else None."""
+    running = {c.cluster_node_id for c in controllers}
+    for node in controllers:
+        partition = describe(node)
+        if partition.error_code != ErrorCode.none:
+            continue
+        fetched = all(v.last_fetch_timestamp > 0 for v in partition.current_voters if v.replica_id in running)
+        observers = {int(o.replica_id) for o in partition.observers}
+        if fetched and observers == {b.cluster_node_id for b in cluster.brokers}:
+            return node, partition
+    return None
+
+
+@pytest.fixture
+def quorum(tmp_path: Path) -> Iterator[Cluster]:
+    made = Cluster(tmp_path, brokers=2, controllers=3)  # type: ignore[call-arg]  # with the quorum piece
+    try:
+        yield made.start()
+    finally:
+        made.kill()
+
+
+def test_only_the_leader_describes_and_a_new_leader_after_a_kill(quorum: Cluster) -> None:
+    controllers = list(quorum.controllers)  # type: ignore[attr-defined]
+    found = wait_for(lambda: settled(quorum, controllers), 30.0, "a leader every voter and broker fetched from")
+    assert isinstance(found, tuple)
+    leader, partition = found
+    assert partition.leader_id == leader.cluster_node_id
+    assert int(partition.current_voters[0].replica_id) == leader.cluster_node_id  # the leader first
+    assert sorted(int(v.replica_id) for v in partition.current_voters) == [1, 2, 3]
+    for other in controllers:
+        if other is not leader:
+            refused = describe(other)
+            assert (refused.error_code, refused.current_voters) == (ErrorCode.not_leader_or_follower, ())
+    forwarded = describe(quorum.brokers[0])
+    assert (forwarded.error_code, forwarded.leader_id) == (ErrorCode.none, leader.cluster_node_id)
+
+    everyone = ",".join(c.bootstrap for c in controllers)
+    status = ksteward_cli("metadata", "quorum", "--bootstrap-controller", everyone, "describe", "--status")
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[1] == f"LeaderId:               {leader.cluster_node_id}"
+    assert lines[6].count('"id"') == 3 and lines[7] == 'CurrentObservers:       [{"id": 4}, {"id": 5}]'
+    replication = ksteward_cli("metadata", "quorum", "--bootstrap-server", quorum.brokers[1].bootstrap,
+                               "describe", "--replication")  # fmt: skip
+    assert replication.returncode == 0, replication.stderr
+    statuses = [line.rstrip("\t").split("\t")[-1].strip() for line in replication.stdout.splitlines()[1:]]
+    assert statuses == ["Leader", "Follower", "Follower", "Observer", "Observer"]
+
+    epoch = partition.leader_epoch
+    leader.send_signal(signal.SIGKILL)
+    survivors = [c for c in controllers if c is not leader]
+    after = wait_for(lambda: settled(quorum, survivors) if all(c.running for c in survivors) else None, 60.0,
+                     "a new leader after the kill")  # fmt: skip
+    assert isinstance(after, tuple)
+    new_leader, described = after
+    assert new_leader is not leader and described.leader_epoch > epoch
+    by_broker = wait_for(lambda: describe(quorum.brokers[0]).leader_id == new_leader.cluster_node_id, 60.0,
+                         "the broker forwarding to the new leader")  # fmt: skip
+    assert by_broker
