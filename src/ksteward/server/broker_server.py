@@ -57,6 +57,10 @@ log = logging.getLogger(__name__)
 _CONNECT_TIMEOUT_S = 5.0
 
 
+#: The longest wait for this broker's image to show it unfenced before its listeners open anyway.
+_IMAGE_UNFENCE_WAIT_S = 10.0
+
+
 class BrokerServer(Server):
     """A broker-only node; implements the :class:`~ksteward.broker.context.Node` protocol without a controller."""
 
@@ -236,6 +240,25 @@ class BrokerServer(Server):
             raise StartupError(f"cannot follow the metadata log: {self._follower.failure}")
         if self._stopping.is_set():
             raise StartupError("stopped before the controller unfenced this broker")
+        await self._wait_until_image_unfenced()
+
+    async def _wait_until_image_unfenced(self) -> None:
+        """The heartbeat that unfences this broker can arrive before the record that says so: until this broker's
+        image has applied it, Metadata would list no alive broker and no controller (-1), and a client such as
+        librdkafka waits for a controller that its request timeout may not outlast. So the listeners open once the
+        image shows this broker unfenced, or after ``_IMAGE_UNFENCE_WAIT_S`` (then they open anyway)."""
+        assert self._follower is not None
+        node_id = self._config.node_id
+
+        def shown_unfenced() -> bool:
+            registration = self.image.cluster.get(node_id)
+            return registration is not None and not registration.fenced
+
+        try:
+            async with asyncio.timeout(_IMAGE_UNFENCE_WAIT_S):
+                await self._follower.wait_for(shown_unfenced)
+        except TimeoutError:
+            log.info("opening the listeners before this broker's image shows it unfenced")
 
     async def _stop_when_told(self) -> None:
         """Stop the node when following fails for good (a RaftFatalError, a log that cannot be written)."""
