@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
 from ksteward.metadata.records.kafka_json import kafka_uuid
 from ksteward.pipeline.readers.metadata import SNAPSHOT, decode_content, metadata_files
-from ksteward.pipeline.state import StateUnavailableError, Target
+from ksteward.pipeline.state import StateUnavailableError, Target, starting_point
 
 __all__ = ["DEFAULT_MAX_BYTES", "AclRow", "local_acls"]
 
@@ -136,21 +136,7 @@ def _resolve_target(
     if offset is not None and offset > end:
         held = f"its last offset is {end}" if end >= 0 else "it holds no batch"
         raise StateUnavailableError(f"offset {offset} is past the end of the metadata log: {held}")
-    usable = sorted(((o, f) for o, f in snapshots if o <= target), reverse=True)
-    snapshot_offset, snapshot_file = usable[0] if usable else (None, None)
-    first_needed = 0 if snapshot_offset is None else snapshot_offset + 1
-    if target >= first_needed and log_start is not None and log_start > first_needed:
-        oldest = min((o for o, _ in snapshots), default=None)
-        held = f"the oldest snapshot holds offset {oldest}" if oldest is not None else "there is no snapshot"
-        raise StateUnavailableError(
-            f"cannot rebuild the state at offset {target}: {held} and the log starts at offset {log_start}"
-        )
-    if target >= 0 and snapshot_offset is None and log_start is None and snapshots:
-        raise StateUnavailableError(
-            f"cannot rebuild the state at offset {target}: it predates the oldest snapshot "
-            f"(offset {min(o for o, _ in snapshots)}) and there is no log"
-        )
-    return Target(target, snapshot_offset, snapshot_file)
+    return starting_point(snapshots, target, log_start)
 
 
 def _last_offset(files: Sequence[Path], records: Sequence[_Record], segment_ends: Sequence[int]) -> int:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ksteward.authorizer import AclOperation, AclPermissionType, PatternType, ResourceType
@@ -54,6 +55,7 @@ __all__ = [
     "StateUnavailableError",
     "Target",
     "resolve_target",
+    "starting_point",
     "state_at",
     "state_for",
 ]
@@ -145,11 +147,18 @@ def resolve_target(
         target = latest
 
     _check_whole_log(records, target, offset, timestamp, latest)
-    usable = sorted(((s.offset, s.source_file) for s in snapshots if s.offset <= target), reverse=True)
+    return starting_point([(s.offset, s.source_file) for s in snapshots], target, log_start)
+
+
+def starting_point(snapshots: Sequence[tuple[int, str]], target: int, log_start: int | None) -> Target:
+    """Where the state at offset ``target`` starts: the newest of the ``snapshots`` ((last contained offset, file))
+    at or before it, else the log from 0, whose first segment starts at ``log_start`` (None: no segment). Raises
+    StateUnavailableError when those records cannot rebuild it. (``local_state`` shares this rule.)"""
+    usable = sorted(((o, f) for o, f in snapshots if o <= target), reverse=True)
     snapshot_offset, snapshot_file = usable[0] if usable else (None, None)
     first_needed = 0 if snapshot_offset is None else snapshot_offset + 1
     if target >= first_needed and log_start is not None and log_start > first_needed:
-        oldest = min((s.offset for s in snapshots), default=None)
+        oldest = min((o for o, _ in snapshots), default=None)
         held = f"the oldest snapshot holds offset {oldest}" if oldest is not None else "there is no snapshot"
         raise StateUnavailableError(
             f"cannot rebuild the state at offset {target}: {held} and the log starts at offset {log_start}"
@@ -157,7 +166,7 @@ def resolve_target(
     if target >= 0 and snapshot_offset is None and log_start is None and snapshots:
         raise StateUnavailableError(
             f"cannot rebuild the state at offset {target}: it predates the oldest snapshot "
-            f"(offset {min(s.offset for s in snapshots)}) and there is no log"
+            f"(offset {min(o for o, _ in snapshots)}) and there is no log"
         )
     return Target(target, snapshot_offset, snapshot_file)
 
