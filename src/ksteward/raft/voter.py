@@ -60,7 +60,7 @@ Kafka's graceful shutdown. Errors Kafka treats as fatal raise ``RaftFatalError``
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from kio.schema.errors import ErrorCode
 
@@ -468,11 +468,10 @@ class RaftVoter(VoterState):
         return messages.epoch_response(api_key, version, error=error, top_error=top, leader_id=self._leader_id,
                                        epoch=self._epoch, node_endpoints=self._own_endpoint(listener))  # fmt: skip
 
-    def _handle_begin_epoch(
-        self, request: Any, version: int, listener: str, now_ms: int, actions: list[VoterAction]
-    ) -> Any:
-        """``handleBeginQuorumEpochRequest``: learn the new leader, then check the voter key."""
-        key = ApiKey.BEGIN_QUORUM_EPOCH
+    def _check_epoch_request(self, key: ApiKey, request: Any, version: int, listener: str) -> _EpochRequest | Any:
+        """The checks BeginQuorumEpoch and EndQuorumEpoch share, in Kafka's order: the cluster id, exactly the
+        metadata partition, an epoch not below this voter's. The request's partition, epoch and leader, or the
+        error reply."""
         if not self._valid_cluster_id(request.cluster_id):
             return self._epoch_reply(key, version, listener, top=ErrorCode.inconsistent_cluster_id)
         partition = messages.metadata_partition(request)
@@ -481,6 +480,17 @@ class RaftVoter(VoterState):
         epoch, leader_id = int(partition.leader_epoch), int(partition.leader_id)
         if epoch < self._epoch:
             return self._epoch_reply(key, version, listener, ErrorCode.fenced_leader_epoch)
+        return _EpochRequest(partition, epoch, leader_id)
+
+    def _handle_begin_epoch(
+        self, request: Any, version: int, listener: str, now_ms: int, actions: list[VoterAction]
+    ) -> Any:
+        """``handleBeginQuorumEpochRequest``: learn the new leader, then check the voter key."""
+        key = ApiKey.BEGIN_QUORUM_EPOCH
+        checked = self._check_epoch_request(key, request, version, listener)
+        if not isinstance(checked, _EpochRequest):
+            return checked
+        partition, epoch, leader_id = checked
         if leader_id < 0:
             return self._epoch_reply(key, version, listener, ErrorCode.invalid_request)
         self._maybe_transition(leader_id, epoch, now_ms, actions)
@@ -497,14 +507,10 @@ class RaftVoter(VoterState):
         """``handleEndQuorumEpochRequest``: a follower of the resigning leader shortens its fetch timeout by its
         place among the preferred successors, so the first of them runs for election at once."""
         key = ApiKey.END_QUORUM_EPOCH
-        if not self._valid_cluster_id(request.cluster_id):
-            return self._epoch_reply(key, version, listener, top=ErrorCode.inconsistent_cluster_id)
-        partition = messages.metadata_partition(request)
-        if partition is None:
-            return self._epoch_reply(key, version, listener, top=ErrorCode.invalid_request)
-        epoch, leader_id = int(partition.leader_epoch), int(partition.leader_id)
-        if epoch < self._epoch:
-            return self._epoch_reply(key, version, listener, ErrorCode.fenced_leader_epoch)
+        checked = self._check_epoch_request(key, request, version, listener)
+        if not isinstance(checked, _EpochRequest):
+            return checked
+        partition, epoch, leader_id = checked
         self._maybe_transition(leader_id, epoch, now_ms, actions)
         if self._kind is StateKind.FOLLOWER and self._leader_id == leader_id and self.is_voter:
             preferred = messages.preferred_candidates(partition)
@@ -513,6 +519,14 @@ class RaftVoter(VoterState):
             # The leader said it is gone: there is no live leader left for a pre-vote refusal to protect.
             self._has_fetched = False
         return self._epoch_reply(key, version, listener)
+
+
+class _EpochRequest(NamedTuple):
+    """A BeginQuorumEpoch or EndQuorumEpoch request that passed the shared checks."""
+
+    partition: Any
+    epoch: int
+    leader_id: int
 
 
 def _fetch_partition(api_key: int, response: Any) -> Any | None:
