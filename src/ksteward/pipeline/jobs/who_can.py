@@ -163,14 +163,14 @@ def who_can(
     op = parse_enum(AclOperation, operation)
     spark = acls.sparkSession
     acls, local = matching_acls(acls, rt, resource_name)  # every ACL that can bear on the answer, read once
-    on_resource = resource_acls(acls, rt, resource_name).where(F.instr("principal", ":") > 0)
-    allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
-    denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
     if local and principals is None:
         rows = _answer_on_driver(acls, settings, rt, resource_name, op)
         if rows is not None:  # sorted, and written as one file
             return spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)
 
+    on_resource = resource_acls(acls, rt, resource_name).where(F.instr("principal", ":") > 0)
+    allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
+    denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
     candidates = spark.createDataFrame(fixed, "principal string, host string").unionByName(
         allows.select("principal", "host")
