@@ -99,7 +99,7 @@ async def wait_until(condition: Any, timeout: float, what: str) -> Any:
     raise TimeoutError(what)
 
 
-async def start_quorum(workdir: Path, overrides: Mapping[str, str]) -> tuple[list[ServerProcess], ServerProcess]:
+async def start_voters(workdir: Path, overrides: Mapping[str, str]) -> tuple[list[ServerProcess], str, Path]:
     cluster_id = new_cluster_id()
     workdir = workdir / f"quorum-{next(_names)}"  # each section's quorum in its own directory
     workdir.mkdir()
@@ -108,6 +108,11 @@ async def start_quorum(workdir: Path, overrides: Mapping[str, str]) -> tuple[lis
         await node.spawn()
     for node in controllers:
         await node.wait_ready(120.0)
+    return controllers, cluster_id, workdir
+
+
+async def start_quorum(workdir: Path, overrides: Mapping[str, str]) -> tuple[list[ServerProcess], ServerProcess]:
+    controllers, cluster_id, workdir = await start_voters(workdir, overrides)
     broker = broker_node(workdir, f"broker-{next(_names)}", cluster_id, controllers, 4, overrides=overrides)
     await broker.start(120.0)
     return controllers, broker
@@ -178,10 +183,25 @@ async def commit_latencies(port: int, count: int) -> list[float]:
     return out
 
 
+async def first_acked_write(port: int) -> None:
+    """Poll with writes until the node acknowledges one (a new leader answers NOT_CONTROLLER until active)."""
+    client = await FrameClient.connect(port)
+    try:
+        for cid in itertools.count(10**6):
+            if acked(await client.request(create_acl_frame(cid), timeout=60.0)):
+                return
+            await asyncio.sleep(0.05)
+    finally:
+        client.close()
+
+
 async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
-    controllers, broker = await start_quorum(workdir, {})
+    # Like against like: no broker on either side (a broker following the quorum would take CPU from it only).
+    controllers, _, _ = await start_voters(workdir, {})
     single = controller_node(workdir, "single-voter", new_cluster_id())
     await single.start(120.0)
+    active = await wait_until(lambda: leader(controllers), 60.0, "a leader")
+    await first_acked_write(active.port)
     samples: dict[str, list[float]] = {"3 voters": [], "1 voter": []}
     try:
         for r in range(p.rounds):
@@ -191,7 +211,7 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
                 assert node is not None
                 samples[kind] += await commit_latencies(node.port, p.commits)
     finally:
-        for node in (broker, single, *controllers):
+        for node in (single, *controllers):
             node.kill()
     rows: list[dict[str, Any]] = []
     for kind, values in samples.items():

@@ -55,6 +55,7 @@ class ParkedFetch:
 
     fetch_offset: int
     max_wait_ms: int
+    from_voter: bool = False  # a voter's Fetch: answered before the observers' (it moves the high watermark)
 
 
 @dataclass(slots=True)
@@ -257,7 +258,7 @@ class RaftLeader:
             or data.snapshot_id.epoch >= 0
         ):
             return response
-        return ParkedFetch(int(partition.fetch_offset), max_wait_ms)
+        return ParkedFetch(int(partition.fetch_offset), max_wait_ms, fetch_replica_id(request) in self.voters)
 
     def complete_fetch(self, request: Any, api_version: int, listener: str, now_ms: int = -1) -> Any:
         """Kafka's ``tryCompleteFetchRequest``: validate the epoch and the log position and read. As there,

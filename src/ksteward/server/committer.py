@@ -199,10 +199,10 @@ class GroupCommitter:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if self._quorum:  # never in line: the commit waits for the other voters anyway
             self._pending.append((last_offset, self._latest, records, future))
+            if self._on_append is not None:
+                self._on_append()  # first: the followers' Fetch answers leave before the fsync is handed over
             if not self._flushing:
                 self._start_flush()
-            if self._on_append is not None:
-                self._on_append()
             return future
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in

@@ -172,7 +172,9 @@ class QuorumDriver:
         )
         self._started = asyncio.Event()
         self._wake = asyncio.Event()  # the timer loop re-reads the deadline
-        self._progress: set[asyncio.Future[None]] = set()  # parked fetches waiting for any change
+        # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
+        self._progress: set[asyncio.Future[None]] = set()
+        self._observer_progress: set[asyncio.Future[None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._timer: asyncio.Task[None] | None = None
         self._described = ("", -1, -1)  # (state, epoch, leader) last logged
@@ -239,17 +241,20 @@ class QuorumDriver:
             if remaining <= 0:
                 return
             waiter: asyncio.Future[None] = loop.create_future()
-            self._progress.add(waiter)
+            waiters = self._progress if parked.from_voter else self._observer_progress
+            waiters.add(waiter)
             try:
                 await asyncio.wait_for(waiter, remaining)
             except TimeoutError:
                 return
             finally:
-                self._progress.discard(waiter)
+                waiters.discard(waiter)
 
     def _notify_progress(self) -> None:
-        waiters, self._progress = self._progress, set()
-        for waiter in waiters:
+        """Wake every parked fetch; the voters' resume first (the loop runs callbacks in the order scheduled)."""
+        voters, self._progress = self._progress, set()
+        observers, self._observer_progress = self._observer_progress, set()
+        for waiter in (*voters, *observers):
             if not waiter.done():
                 waiter.set_result(None)
 
@@ -319,10 +324,31 @@ class QuorumDriver:
             if response is None:
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000)
                 self._perform(self.voter.handle_request_failure(action.request_id, _now_ms()))
+            elif action.api_key == ApiKey.FETCH:
+                self._on_fetch_answer(action.request_id, response)
             else:
                 self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
         except Exception:
             log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
+
+    def _on_fetch_answer(self, request_id: int, response: Any) -> None:
+        """A Fetch answer: append and fsync it, send the next Fetch at once (the voter deferred it until the log
+        changed: tick now rather than on the timer task's next turn), and apply what the answer committed to
+        the standby controller only after that Fetch went out (``call_soon`` runs after the sending task's first
+        step, and before any later answer): the leader's high watermark waits for the next Fetch, not for this
+        node's image."""
+        actions = self.voter.handle_response(request_id, response, _now_ms())
+        committed = [a for a in actions if isinstance(a, HighWatermarkUpdated)]
+        self._perform([a for a in actions if not isinstance(a, HighWatermarkUpdated)])
+        self._perform(self.voter.tick(_now_ms()))
+        if committed:
+            asyncio.get_running_loop().call_soon(self._apply_committed, committed[-1])
+
+    def _apply_committed(self, action: HighWatermarkUpdated) -> None:
+        try:
+            self._perform([action])
+        except Exception:
+            log.exception("raft: applying the records up to offset %d failed", action.offset)
 
 
 def build_quorum_driver(

@@ -59,7 +59,9 @@ class VoterPeers:
                         timeout_s=self._timeout_s,
                     )  # fmt: skip
                     self._connections[key] = connection
-                response = await asyncio.wait_for(connection.call(api_key, version, body), timeout_s or self._timeout_s)
+                # asyncio.timeout, not wait_for: the request is written in this step, not in a new task's first one.
+                async with asyncio.timeout(timeout_s or self._timeout_s):
+                    response = await connection.call(api_key, version, body)
             except CALL_ERRORS as exc:
                 if node_id not in self._failing:
                     log.info("voter %d unreachable (%s)", node_id, type(exc).__name__)

@@ -64,6 +64,16 @@ def test_records_stop_at_the_durable_end(tmp_path: Path, log: MetadataLog) -> No
     assert isinstance(leader.handle_fetch(fetch_request(9, 5, leader_epoch=5), 17, CONTROLLER), ParkedFetch)
 
 
+def test_a_parked_fetch_says_whether_a_voter_sent_it(log: MetadataLog) -> None:
+    # The driver answers the voters' parked fetches before the observers': only theirs move the high watermark.
+    leader = leader_for(log, epoch=5, voters={LEADER_ID, 7})
+    assert leader.handle_fetch(fetch_request(9, 5, leader_epoch=5, replica_id=7), 17, CONTROLLER) == ParkedFetch(
+        9, 500, from_voter=True
+    )
+    observer = leader.handle_fetch(fetch_request(9, 5, leader_epoch=5, replica_id=8), 17, CONTROLLER)
+    assert observer == ParkedFetch(9, 500, from_voter=False)
+
+
 def test_diverging_epoch_is_answered_at_once(log: MetadataLog) -> None:
     # E31: offset 6 with last epoch 2 -> DivergingEpoch {1, 3}, no records, even with MaxWaitMs 500.
     response = leader_for(log, epoch=5).handle_fetch(fetch_request(6, 2, leader_epoch=5), 17, CONTROLLER)
