@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ksteward.authorizer import AuditLogWriter, StandardAuthorizer
+from ksteward.broker.forwarding import FORWARDABLE_API_KEYS
 from ksteward.configs.resolve import ConfigResolver
 from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.active import Controller
@@ -95,6 +96,10 @@ class ApiTable:
     def __init__(self, specs: list[ApiSpec]) -> None:
         self._specs = {s.api_key: s for s in specs}
         self.served: Mapping[int, tuple[int, int]] = {s.api_key: (s.min_version, s.max_version) for s in specs}
+        #: The part of ``served`` an Envelope may carry (KIP-590).
+        self.forwardable: Mapping[int, tuple[int, int]] = {
+            key: versions for key, versions in self.served.items() if key in FORWARDABLE_API_KEYS
+        }
         #: Encoded answers that depend only on this table and the metadata image (ApiVersions), by the handler's key.
         self.answers: dict[Hashable, bytes] = {}
 

@@ -30,6 +30,7 @@ are in ``docs/forwarding.md``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import logging
 from typing import Any
@@ -74,6 +75,12 @@ def client_host_text(address: bytes) -> str:
     return java_ip_text(ipaddress.ip_address(address))
 
 
+# A broker sends many envelopes with one principal and one client address: each is decoded once (bounded: the
+# least recently used drop out; a refusal raises, and is not cached).
+_principal = functools.lru_cache(maxsize=1024)(deserialize_principal)
+_host_text = functools.lru_cache(maxsize=1024)(client_host_text)
+
+
 def _envelope(code: ErrorCode, data: bytes | None = None) -> EnvelopeResponse:
     return EnvelopeResponse(response_data=data, error_code=code)
 
@@ -108,12 +115,12 @@ async def _handle_envelope(node: Node, ctx: RequestContext, request: Any) -> Env
 def _unwrap(ctx: RequestContext, request: Any) -> tuple[Request, RequestContext]:
     """The inner request and the context it runs in (steps 2 to 5 of the module docstring)."""
     try:
-        principal = deserialize_principal(request.request_principal or b"")
+        principal = _principal(request.request_principal or b"")
     except PrincipalSerdeError as exc:
         raise EnvelopeError(
             ErrorCode.principal_deserialization_failure, f"Failed to deserialize client principal from envelope: {exc}"
         ) from None
-    client_host = client_host_text(request.client_host_address)
+    client_host = _host_text(request.client_host_address)
     data = request.request_data
     try:
         api_key, api_version, _ = peek_header(data)
@@ -123,23 +130,25 @@ def _unwrap(ctx: RequestContext, request: Any) -> tuple[Request, RequestContext]
         raise EnvelopeError(
             ErrorCode.invalid_request, f"API {api_name(api_key)} is not enabled or is not eligible for forwarding"
         )
-    served = {key: versions for key, versions in ctx.api_table.served.items() if key in FORWARDABLE_API_KEYS}
     try:
-        inner = decode_request(data, served)
+        inner = decode_request(data, ctx.api_table.forwardable)
     except ProtocolError as exc:
         reason = f"Failed to parse forwarded {api_name(api_key)} v{api_version}: {exc}"
         raise EnvelopeError(ErrorCode.unsupported_version, reason) from None
     assert isinstance(inner, Request)  # ApiVersions, the only other outcome, is not forwardable
-    inner_ctx = dataclasses.replace(
-        ctx,
+    inner_ctx = RequestContext(  # not dataclasses.replace, which reads the fields each time
         principal=str(principal),
-        token_authenticated=principal.token_authenticated,
-        forwarded=True,
         client_host=client_host,
+        listener=ctx.listener,
+        security_protocol=ctx.security_protocol,
         client_id=inner.client_id,
         api_key=inner.api_key,
         api_version=inner.api_version,
+        api_table=ctx.api_table,
         correlation_id=inner.correlation_id,
+        authorizations=ctx.authorizations,
+        token_authenticated=principal.token_authenticated,
+        forwarded=True,
     )
     return inner, inner_ctx
 
@@ -177,15 +186,25 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
 
 def carries_error(entity: Any, code: ErrorCode) -> bool:
     """Whether any ``error_code`` field of a kio entity, at any depth, is ``code`` (Kafka's ``errorCounts``)."""
-    if not dataclasses.is_dataclass(entity):
-        return False
-    for f in dataclasses.fields(entity):
-        value = getattr(entity, f.name)
-        if f.name == "error_code" and value == code:
-            return True
+    plan = _FIELD_PLANS.get(type(entity))
+    if plan is None:
+        if not dataclasses.is_dataclass(entity):
+            return False
+        names = tuple(f.name for f in dataclasses.fields(entity))
+        plan = _FIELD_PLANS[type(entity)] = ("error_code" in names, tuple(n for n in names if n != "error_code"))
+    has_code, others = plan
+    if has_code and entity.error_code == code:
+        return True
+    for name in others:
+        value = getattr(entity, name)
         if isinstance(value, tuple):
             if any(carries_error(v, code) for v in value):
                 return True
         elif dataclasses.is_dataclass(value) and carries_error(value, code):
             return True
     return False
+
+
+#: Per entity class: whether it has an ``error_code`` field, and its other fields (``dataclasses.fields`` is
+#: not free, and every forwarded answer is checked).
+_FIELD_PLANS: dict[type, tuple[bool, tuple[str, ...]]] = {}

@@ -30,6 +30,7 @@ clock, no socket and no task. ``ksteward.server.controller_channel`` drives it o
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
 import itertools
 from collections import deque
@@ -125,6 +126,16 @@ def client_address_bytes(host: str) -> bytes:
     return ipaddress.ip_address(host.split("%", 1)[0]).packed
 
 
+# A connection sends many requests with one principal and one address: each is serialized once (bounded: the
+# least recently used drop out).
+@functools.lru_cache(maxsize=1024)
+def _principal_bytes(principal: str, token_authenticated: bool) -> bytes:
+    return serialize_principal(KafkaPrincipal.parse(principal, token_authenticated=token_authenticated))
+
+
+_address_bytes = functools.lru_cache(maxsize=1024)(client_address_bytes)
+
+
 @dataclass(frozen=True, slots=True)
 class ClientRequest:
     """A client's request as the broker received it."""
@@ -206,10 +217,8 @@ class ForwardingManager:
         Raises ValueError if its principal or client address cannot go in an Envelope."""
         envelope = EnvelopeRequest(
             request_data=request.payload,
-            request_principal=serialize_principal(
-                KafkaPrincipal.parse(request.principal, token_authenticated=request.token_authenticated)
-            ),
-            client_host_address=client_address_bytes(request.client_host),
+            request_principal=_principal_bytes(request.principal, request.token_authenticated),
+            client_host_address=_address_bytes(request.client_host),
         )
         request_id = next(self._request_ids)
         self._queue.append(_Item(request_id, request, envelope, now))

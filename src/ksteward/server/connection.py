@@ -296,8 +296,8 @@ class Connection:
         try:
             if forward is not None and key in CONFIG_ALTER_API_KEYS:
                 forwarded = await self._forward_config_alter(forward, ctx, request)
-                if forwarded is None:
-                    return None
+                if not isinstance(forwarded, tuple):
+                    return forwarded  # the client's request went on unchanged (or None: close the connection)
                 response, committed = forwarded
             else:
                 spec = self.listener.table.spec(key)
@@ -374,13 +374,19 @@ class Connection:
 
     async def _forward_config_alter(
         self, forward: Forward, ctx: RequestContext, request: Request
-    ) -> tuple[Any, int | None] | None:
+    ) -> tuple[Any, int | None] | bytes | None:
         """AlterConfigs / IncrementalAlterConfigs on a broker-only node (Kafka's ``KafkaApis``): this node's
         preprocess, then only the resources it left go to the controller, in a new body under the client's header;
         the answer has one entry per original resource, in order, with the controller's committed offset when it
-        gave one. None: close the connection (the controller refused the version)."""
+        gave one. None: close the connection (the controller refused the version).
+
+        When the preprocess answered no resource, the new body would be the client's and the reassembled answer
+        the controller's (the same entries, in the same order): the client's bytes go on unchanged, as any other
+        forwarded request's, and the controller's answer comes back as it is (the frame, bytes)."""
         incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
         preprocessed = preprocess_alter(self.node, ctx, request.body, incremental=incremental)
+        if all(outcome is None for outcome in preprocessed):
+            return await self._forward(forward, request)
         remaining = remaining_request(request.body, preprocessed)
         forwarded, offset = None, None
         if remaining is not None:

@@ -30,9 +30,10 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from kio.schema.envelope.v0 import EnvelopeRequest
 from kio.schema.errors import ErrorCode
 
 from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
@@ -230,7 +231,8 @@ class ControllerChannel:
         deadline = self.manager.next_deadline()
         timeout = None if deadline is None else max(deadline - loop.time(), 0.0)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: no task per wait
+                await self._wake.wait()
 
     async def _deliver(self, outbound: OutboundEnvelope) -> None:
         try:
@@ -260,8 +262,7 @@ class ControllerChannel:
         if submitted is not None:
             self.queue_time_ms.observe((sent - submitted) * 1000)
         try:
-            call = connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, outbound.envelope)
-            response = await self._await_answer(call)
+            response = await self._await_answer(connection, outbound.envelope)
             self.remote_time_ms.observe((loop.time() - sent) * 1000)
         except (OSError, ConnectionError, EOFError, ControllerCallError, TimeoutError) as exc:
             log.info("lost the controller connection with a request in flight (%s); retrying", type(exc).__name__)
@@ -272,28 +273,38 @@ class ControllerChannel:
             log.info("the controller answered NOT_CONTROLLER; looking for the controller again")
             await self._drop_connection()
 
-    async def _await_answer(self, call: Coroutine[Any, Any, Any]) -> Any:
-        """The controller's answer, within ``request_timeout_s``. A controller that stopped (SIGSTOP, a partition)
-        keeps its connection open; once the Raft leader moved elsewhere the attempt is abandoned as a lost
-        connection (ConnectionError), so the request goes to the new leader without waiting for the timeout.
-        Kafka's request then waits for ``controller.socket.timeout.ms``; retrying sooner is as safe, since an
-        abandoned attempt is only ever retried, never answered twice (``ForwardingManager``)."""
+    async def _await_answer(self, connection: ControllerConnection, envelope: EnvelopeRequest) -> Any:
+        """Send ``envelope`` and return the controller's answer, within ``request_timeout_s``. A controller that
+        stopped (SIGSTOP, a partition) keeps its connection open; once the Raft leader moved elsewhere the attempt
+        is abandoned as a lost connection (ConnectionError), so the request goes to the new leader without waiting
+        for the timeout. Kafka's request then waits for ``controller.socket.timeout.ms``; retrying sooner is as
+        safe, since an abandoned attempt is only ever retried, never answered twice (``ForwardingManager``).
+
+        The envelope is written in this step, not by a new task: a task would start a loop turn later, after
+        whatever else is ready then (a Fetch answer to apply, say), and the client waits for all of it."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._request_timeout_s
-        task = asyncio.ensure_future(call)
+        moved = False
+        check: asyncio.TimerHandle | None = None
+
+        def check_leader() -> None:
+            nonlocal moved, check
+            if self._address is not None and self._controller() not in (None, self._address):
+                moved = True
+                deadline.reschedule(loop.time())  # ends the wait now, as a timeout
+            else:
+                check = loop.call_later(_LEADER_CHECK_S, check_leader)
+
         try:
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise TimeoutError
-                done, _ = await asyncio.wait({task}, timeout=min(remaining, _LEADER_CHECK_S))
-                if done:
-                    return task.result()
-                if self._address is not None and self._controller() not in (None, self._address):
-                    raise ConnectionError("the Raft leader moved while a request was in flight")
-        finally:
-            if not task.done():
-                task.cancel()
+            async with asyncio.timeout(self._request_timeout_s) as deadline:
+                check = loop.call_later(_LEADER_CHECK_S, check_leader)
+                try:
+                    return await connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, envelope)
+                finally:
+                    check.cancel()
+        except TimeoutError:
+            if moved:
+                raise ConnectionError("the Raft leader moved while a request was in flight") from None
+            raise
 
     async def _connect(self) -> ControllerConnection:
         address = self._controller()
