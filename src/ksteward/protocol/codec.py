@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.envelope.v0 import EnvelopeRequest, EnvelopeResponse
 from kio.schema.request_header.v2.header import RequestHeader as FlexibleRequestHeader
 from kio.schema.response_header.v1.header import ResponseHeader as FlexibleResponseHeader
 from kio.serial import entity_reader, entity_writer
@@ -24,6 +25,7 @@ from kio.serial.errors import BufferUnderflow, DecodeError
 from ksteward.protocol import extensions
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
+from ksteward.protocol.fast_envelope import envelope_response, read_envelope_request_body
 from ksteward.protocol.framing import frame
 from ksteward.protocol.read_your_writes import offset_tags, request_min_offset, response_offset
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
@@ -143,6 +145,12 @@ def decode_request(payload: bytes, served: Mapping[int, tuple[int, int]]) -> Req
         if api_key == ApiKey.API_VERSIONS and api_version > high:
             return UnsupportedApiVersionsRequest(api_version, correlation_id, _legacy_client_id(payload))
         raise InvalidRequestError(f"api key {api_key} version {api_version} is not served (supported {low}-{high})")
+    if api_key == ApiKey.ENVELOPE and api_version == 0:  # every forwarded mutation: read without kio if plain
+        envelope = read_envelope_request_body(payload)
+        if envelope is not None:
+            client_id, data, principal, address = envelope
+            body = EnvelopeRequest(request_data=data, request_principal=principal, client_host_address=address)
+            return Request(api_key, api_version, correlation_id, client_id, body, 0, None)
     cls = request_class(api_key, api_version)
     flexible = cls.__header_schema__ is FlexibleRequestHeader
     header, body, dropped, min_offset = _read_message(payload, cls, request_min_offset if flexible else None)
@@ -165,6 +173,8 @@ def encode_response(
     """Header (v0 or v1, as the API version dictates) plus body, length-prefixed. ``metadata_offset`` goes
     into a v1 header's tagged fields (``read_your_writes``); a v0 header has none and goes without it."""
     cls: Any = type(response)
+    if cls is EnvelopeResponse and metadata_offset is None:  # every forwarded mutation's answer
+        return envelope_response(correlation_id, int(response.error_code), response.response_data)
     header_cls = cls.__header_schema__
     out = io.BytesIO()
     if metadata_offset is not None and header_cls is FlexibleResponseHeader:

@@ -33,7 +33,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kio.schema.envelope.v0 import EnvelopeRequest
+from kio.schema.envelope.v0 import EnvelopeRequest, EnvelopeResponse
 from kio.schema.errors import ErrorCode
 
 from ksteward.broker.forwarding import ClientRequest, Completion, ForwardingManager, OutboundEnvelope
@@ -42,6 +42,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import decode_response, encode_request, request_class
 from ksteward.protocol.errors import ProtocolError
+from ksteward.protocol.fast_envelope import ENVELOPE_VERSION, envelope_request, read_envelope_response
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES, check_frame_size, frame
 from ksteward.protocol.sasl import PLAIN_MECHANISM, jaas_config_for, parse_server_jaas_config
 from ksteward.server.metrics.histogram import Histogram
@@ -52,7 +53,6 @@ log = logging.getLogger(__name__)
 Address = tuple[str, int]
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
-_ENVELOPE_VERSION = 0
 _LEADER_CHECK_S = 0.1  # how often an attempt in flight checks whether the Raft leader moved
 
 
@@ -126,22 +126,49 @@ class ControllerConnection:
         correlation_id = next(self._correlation)
         if isinstance(body, Mapping):
             body = build(request_class(api_key, version), body)
-        self._writer.write(frame(encode_request(api_key, version, correlation_id, self._client_id, body)))
+        payload = await self._exchange(encode_request(api_key, version, correlation_id, self._client_id, body))
+        return self._decoded(api_key, version, correlation_id, payload)
+
+    async def call_envelope(self, envelope: EnvelopeRequest) -> Any:
+        """``call`` for an Envelope v0, written and read without kio when it has the plain shape
+        (``protocol.fast_envelope``); the EnvelopeResponse."""
+        correlation_id = next(self._correlation)
+        request = envelope_request(correlation_id, self._client_id, envelope.request_data,
+                                   envelope.request_principal, envelope.client_host_address)  # fmt: skip
+        payload = await self._exchange(request)
+        plain = read_envelope_response(payload)
+        if plain is None:
+            return self._decoded(ApiKey.ENVELOPE, ENVELOPE_VERSION, correlation_id, payload)
+        answered_id, data, code = plain
+        self._check_correlation(answered_id, correlation_id)
+        try:
+            return EnvelopeResponse(response_data=data, error_code=ErrorCode(code))
+        except ValueError:
+            raise ControllerCallError(f"unreadable response to api {ApiKey.ENVELOPE}: error code {code}") from None
+
+    async def _exchange(self, request: bytes) -> bytes:
+        """Write one request (header and body) and read the response's header and body."""
+        self._writer.write(frame(request))
         await self._writer.drain()
         size = int.from_bytes(await self._reader.readexactly(4), "big", signed=True)
         try:
             check_frame_size(size, DEFAULT_MAX_FRAME_BYTES, "the response size limit")
         except ProtocolError as exc:
             raise ControllerCallError(str(exc)) from None
-        payload = await self._reader.readexactly(size)
+        return await self._reader.readexactly(size)
+
+    def _decoded(self, api_key: int, version: int, correlation_id: int, payload: bytes) -> Any:
         try:
             response = decode_response(api_key, version, payload)
         except ProtocolError as exc:
             raise ControllerCallError(f"unreadable response to api {api_key}: {exc}") from None
-        if response.correlation_id != correlation_id:
-            raise ControllerCallError(f"response for correlation id {response.correlation_id}, "
-                                      f"expected {correlation_id}")  # fmt: skip
+        self._check_correlation(response.correlation_id, correlation_id)
         return response.body
+
+    @staticmethod
+    def _check_correlation(answered: int, expected: int) -> None:
+        if answered != expected:
+            raise ControllerCallError(f"response for correlation id {answered}, expected {expected}")
 
     async def close(self) -> None:
         self._writer.close()
@@ -252,8 +279,8 @@ class ControllerChannel:
             return
         versions = self.manager.controller_api_versions or {}
         low, high = versions.get(ApiKey.ENVELOPE, (0, -1))
-        if not low <= _ENVELOPE_VERSION <= high:  # Kafka's version mismatch: the client gets UNKNOWN_SERVER_ERROR
-            log.error("the controller does not serve Envelope v%d", _ENVELOPE_VERSION)
+        if not low <= ENVELOPE_VERSION <= high:  # Kafka's version mismatch: the client gets UNKNOWN_SERVER_ERROR
+            log.error("the controller does not serve Envelope v%d", ENVELOPE_VERSION)
             self.manager.on_failure(outbound.attempt)
             return
         loop = asyncio.get_running_loop()
@@ -298,7 +325,7 @@ class ControllerChannel:
             async with asyncio.timeout(self._request_timeout_s) as deadline:
                 check = loop.call_later(_LEADER_CHECK_S, check_leader)
                 try:
-                    return await connection.call(ApiKey.ENVELOPE, _ENVELOPE_VERSION, envelope)
+                    return await connection.call_envelope(envelope)
                 finally:
                     check.cancel()
         except TimeoutError:
