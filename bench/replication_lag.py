@@ -77,7 +77,9 @@ def _request(api_key: int, version: int, values: dict[str, Any], cid: int, min_o
 
 
 def create_acl_frame(n: int, cid: int) -> bytes:
-    return _request(ApiKey.CREATE_ACLS, 3, {"creations": [_binding(n)]}, cid)
+    # The request tag -1 asks for the committed offset in the answer without waiting for anything (the
+    # response tag is opt-in since 7086033; docs/forwarding.md, "Read-your-writes").
+    return _request(ApiKey.CREATE_ACLS, 3, {"creations": [_binding(n)]}, cid, min_offset=-1)
 
 
 def probe_frame(offset: int, cid: int) -> bytes:
