@@ -89,6 +89,11 @@ def leader(nodes: list[ServerProcess]) -> ServerProcess | None:
     return next((n for n, s in known if s["leaderEpoch"] == top and s["leaderId"] == int(n.extra["node.id"])), None)
 
 
+async def reap(*nodes: ServerProcess) -> None:
+    """SIGKILL the nodes and wait for them, so that no process outlives the event loop that started it."""
+    await asyncio.gather(*(node.crash() for node in nodes if node.proc is not None), return_exceptions=True)
+
+
 async def wait_until(condition: Any, timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -142,6 +147,7 @@ async def section_failover(p: Params, workdir: Path, overrides: Mapping[str, str
             times.append(acked_at - killed_at)
             new = await wait_until(lambda: leader(controllers), 60.0, "a new leader")
             print(f"  kill {kill + 1}: {old.name} (epoch {epoch}) -> {new.name}: {times[-1]:.3f}s", flush=True)
+            await old.crash()  # reap it (killed above, off the clock now)
             await old.spawn()
             await old.wait_ready(120.0)
             new_epoch = quorum_state(new)["leaderEpoch"]  # type: ignore[index]
@@ -149,8 +155,7 @@ async def section_failover(p: Params, workdir: Path, overrides: Mapping[str, str
                              "the killed node follows the new epoch")  # fmt: skip
         client.close()
     finally:
-        for node in (broker, *controllers):
-            node.kill()
+        await reap(broker, *controllers)
     stats = percentiles(times)
     rows = [{"kills": len(times), "p50_s": stats["p50"], "p99_s": stats["p99"], "max_s": round(max(times), 4)}]
     print(table("failover: SIGKILL of the active controller -> first forwarded write acknowledged",
@@ -211,8 +216,7 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
                 assert node is not None
                 samples[kind] += await commit_latencies(node.port, p.commits)
     finally:
-        for node in (single, *controllers):
-            node.kill()
+        await reap(single, *controllers)
     rows: list[dict[str, Any]] = []
     for kind, values in samples.items():
         stats = percentiles(values)
