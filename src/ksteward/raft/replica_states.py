@@ -115,8 +115,12 @@ class VoterState:
         self._shutdown_deadline = NEVER
         self._shutdown_from_leader = False
         self._responder = self._passive_responder()
+        # A parked Fetch comes back within half the fetch timeout: with Kafka's defaults that is its 500 ms (the
+        # timeout is 2 s), but a fetch timeout set below 500 ms would otherwise expire while an idle leader still
+        # holds the Fetch, and the followers would elect a new leader every fetch timeout.
+        max_wait_ms = min(config.fetch_max_wait_ms, config.fetch_timeout_ms // 2)
         self._fetcher = RaftObserver(cluster_id=cluster_id, replica_id=node_id, directory_id=directory_id,
-                                     max_wait_ms=config.fetch_max_wait_ms)  # fmt: skip
+                                     max_wait_ms=max_wait_ms)  # fmt: skip
 
     # --- state ------------------------------------------------------------------------------------
     @property

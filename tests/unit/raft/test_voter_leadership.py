@@ -5,6 +5,7 @@ LeaderStateTest and FollowerStateTest (method names in each docstring)."""
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 from ksteward.raft import METADATA_TOPIC_ID, METADATA_TOPIC_NAME
-from ksteward.raft.election import StateKind
+from ksteward.raft.election import QuorumConfig, StateKind
 from ksteward.raft.leader import ParkedFetch, RaftLeader
 from ksteward.raft.observer import RaftFatalError, TruncateTo
 from ksteward.raft.voter_actions import BecameLeader, FlushLog, LostLeadership, SendRequest
@@ -431,3 +432,14 @@ def test_a_follower_answers_fetch_and_fetch_snapshot_with_the_leader_it_knows(
     data = h.request(ApiKey.FETCH_SNAPSHOT, snapshot, 1).topics[0].partitions[0]
     assert (data.error_code, data.current_leader.leader_id, data.current_leader.leader_epoch) == (error, 2, 5)
     assert h.voter.kind is StateKind.FOLLOWER
+
+
+def test_a_follower_fetch_waits_at_most_half_the_fetch_timeout() -> None:
+    # Kafka's 500 ms with its defaults; with a fetch timeout below 500 ms an idle leader would otherwise hold the
+    # Fetch past the timeout, and the followers would elect a new leader every fetch timeout.
+    for fetch_timeout_ms, max_wait_ms in ((2000, 500), (400, 200)):
+        config = QuorumConfig(fetch_timeout_ms=fetch_timeout_ms, fetch_max_wait_ms=500)
+        h = Harness(state=stored(5, leader=2), layout=[(5, 1)], config=config)
+        h.tick(1)
+        (fetch,) = h.sends(ApiKey.FETCH)
+        assert fetch.body.max_wait == timedelta(milliseconds=max_wait_ms)
