@@ -21,7 +21,9 @@ from __future__ import annotations
 import struct
 
 from ksteward.protocol.apis import ApiKey
-from ksteward.protocol.varint import write_uvarint
+from ksteward.protocol.errors import InvalidRequestError
+from ksteward.protocol.framing import frame
+from ksteward.protocol.varint import read_uvarint, write_uvarint
 
 ENVELOPE_VERSION = 0
 
@@ -53,23 +55,14 @@ def envelope_response(correlation_id: int, error_code: int, response_data: bytes
     """A whole Envelope v0 response frame (size prefix, header v1, body), as ``codec.encode_response`` writes
     it."""
     data = _NULL if response_data is None else _compact(response_data)
-    rest = _I32.pack(correlation_id) + _NO_TAGS + data + _I16.pack(error_code) + _NO_TAGS
-    return _I32.pack(len(rest)) + rest
+    return frame(_I32.pack(correlation_id) + _NO_TAGS + data + _I16.pack(error_code) + _NO_TAGS)
 
 
 def _read_compact(buf: bytes, pos: int) -> tuple[bytes | None, int] | None:
     """A compact nullable byte field at ``pos``: (value, next position); None if it does not fit."""
-    size = shift = 0
-    for _ in range(5):
-        if pos >= len(buf):
-            return None
-        b = buf[pos]
-        pos += 1
-        size |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-    else:
+    try:
+        size, pos = read_uvarint(buf, pos)
+    except InvalidRequestError:  # cut off, or longer than five bytes
         return None
     if size == 0:
         return None, pos  # null
