@@ -385,7 +385,7 @@ class Connection:
         forwarded request's, and the controller's answer comes back as it is (the frame, bytes)."""
         incremental = request.api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
         preprocessed = preprocess_alter(self.node, ctx, request.body, incremental=incremental)
-        if all(outcome is None for outcome in preprocessed):
+        if preprocessed and all(outcome is None for outcome in preprocessed):
             return await self._forward(forward, request)
         remaining = remaining_request(request.body, preprocessed)
         forwarded, offset = None, None
