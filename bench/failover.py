@@ -188,25 +188,15 @@ async def commit_latencies(port: int, count: int) -> list[float]:
     return out
 
 
-async def first_acked_write(port: int) -> None:
-    """Poll with writes until the node acknowledges one (a new leader answers NOT_CONTROLLER until active)."""
-    client = await FrameClient.connect(port)
-    try:
-        for cid in itertools.count(10**6):
-            if acked(await client.request(create_acl_frame(cid), timeout=60.0)):
-                return
-            await asyncio.sleep(0.05)
-    finally:
-        client.close()
-
-
 async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     # Like against like: no broker on either side (a broker following the quorum would take CPU from it only).
     controllers, _, _ = await start_voters(workdir, {})
     single = controller_node(workdir, "single-voter", new_cluster_id())
     await single.start(120.0)
     active = await wait_until(lambda: leader(controllers), 60.0, "a leader")
-    await first_acked_write(active.port)
+    client = await FrameClient.connect(active.port)  # a new leader answers NOT_CONTROLLER until it is active
+    await write_until_acked(client, itertools.count(10**6))
+    client.close()
     samples: dict[str, list[float]] = {"3 voters": [], "1 voter": []}
     try:
         for r in range(p.rounds):
