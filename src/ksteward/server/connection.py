@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from time import monotonic, perf_counter
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -60,7 +60,7 @@ from ksteward.protocol.errors import ProtocolError
 from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset, with_offset_tag
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
-from ksteward.server.metrics.recorders import ListenerStats, RequestMetrics, error_codes
+from ksteward.server.metrics.recorders import FOLD_EVERY, ListenerStats, RequestMetrics, error_codes
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)
@@ -133,9 +133,9 @@ class Connection:
         self._connected_at = self._last_active = 0.0  # event-loop times, set when serving starts
         self._busy = False
         self._idle_timer: asyncio.TimerHandle | None = None
-        # For the request metrics: the last response (entity or PreEncoded) and its wait for the controller.
-        self._response: Any = None
-        self._remote_ms = 0.0
+        # For the request metrics: the error codes of the last response, and its wait for the controller.
+        self._codes: tuple[int, ...] = ()
+        self._remote_s = 0.0
         self._token_login_logged = False
         self._authenticated = False  # counted once in socket-server-metrics' successful-authentication-total
 
@@ -145,6 +145,7 @@ class Connection:
         self._idle_timer = loop.call_at(self._connected_at + self.listener.idle_timeout_s, self._check_idle)
         sockets = self.listener.socket_metrics
         metrics = self.listener.request_metrics
+        pending = metrics.pending if metrics is not None else []
         if sockets is not None:
             sockets.created += 1
         try:
@@ -159,7 +160,7 @@ class Connection:
                     await self._close(event)
                     return
                 self._busy = True  # a request being served is not idleness; a reader that never reads is
-                started = time.perf_counter() if metrics is not None else 0.0
+                started = monotonic() if metrics is not None else 0.0  # loop.time()'s clock: see sent below
                 if isinstance(event, AuthenticationReply):
                     response: bytes | None = event.frame
                     self._note_token_login()
@@ -170,12 +171,19 @@ class Connection:
                     log.info("closing connection from %s on %s: the controller refused a forwarded request's version",
                              self.peer, self.listener.name)  # fmt: skip
                     return
-                handled = time.perf_counter() if metrics is not None else 0.0
+                handled = monotonic() if metrics is not None else 0.0
                 self.writer.write(response)
                 await self.writer.drain()
                 self._last_active = loop.time()
-                if metrics is not None and not isinstance(event, AuthenticationReply):
-                    self._record(metrics, event, started, handled)
+                if metrics is not None:  # Kafka's RequestChannel.updateRequestMetrics: one row (RequestMetrics.fold)
+                    if isinstance(event, Request):
+                        pending.append((event.api_key, event.api_version, self._codes, len(self.protocol.last_payload)
+                                        + 4, started, handled, self._last_active, self._remote_s))  # fmt: skip
+                        self._codes, self._remote_s = (), 0.0
+                        if len(pending) >= FOLD_EVERY:
+                            metrics.fold()
+                    elif isinstance(event, UnsupportedApiVersionsRequest):
+                        self._record_unsupported(metrics, started, handled)
                 if sockets is not None and not self._authenticated and self.protocol.authenticated:
                     self._authenticated = True  # after the reply that completed the login, or the first one
                     sockets.successful_authentications += 1
@@ -201,28 +209,16 @@ class Connection:
         log.info("%s on %s logged in as %s with a delegation token requested by %s", self.peer,
                  self.listener.name, self.protocol.principal, self.protocol.token_requester)  # fmt: skip
 
-    def _record(
-        self, metrics: RequestMetrics, request: Request | UnsupportedApiVersionsRequest, started: float, handled: float
-    ) -> None:
-        """One served request into the request metrics (Kafka's ``RequestChannel.updateRequestMetrics``)."""
-        sent = time.perf_counter()
-        remote_ms, self._remote_ms = self._remote_ms, 0.0
-        response, self._response = self._response, None
-        codes: Iterable[int]
-        if isinstance(request, UnsupportedApiVersionsRequest):
-            key, version, codes = int(ApiKey.API_VERSIONS), 0, (int(ErrorCode.unsupported_version),)
-        else:
-            key, version = request.api_key, request.api_version
-            codes = response.error_codes if isinstance(response, PreEncoded) else error_codes(response)
-        local_ms = (handled - started) * 1000 - remote_ms
+    def _record_unsupported(self, metrics: RequestMetrics, started: float, handled: float) -> None:
+        """An ApiVersions request above the served versions, answered with UNSUPPORTED_VERSION (KIP-511)."""
+        codes = (int(ErrorCode.unsupported_version),)
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
-        metrics.record(key, version, size, codes, local_ms if local_ms > 0 else 0.0, remote_ms, (sent - handled) * 1000)
+        metrics.pending.append((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, monotonic(), 0.0))
 
     def _keep_for_metrics(self, response: Any) -> None:
-        """The response, for ``_record``'s error codes; only when metrics are on: an idle connection must not
-        hold on to its last (maybe large) response otherwise."""
+        """The response's error codes (Kafka's ``errorCounts``) for the request metrics, when they are on."""
         if self.listener.request_metrics is not None:
-            self._response = response
+            self._codes = response.error_codes if isinstance(response, PreEncoded) else tuple(error_codes(response))
 
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""
@@ -318,7 +314,8 @@ class Connection:
             what = f"{api_name(key)} v{ctx.api_version} from {self.peer} failed; answering UNKNOWN_SERVER_ERROR"
             log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
-        self._keep_for_metrics(response)
+        if self.listener.request_metrics is not None:  # _keep_for_metrics, inline on the common path
+            self._codes = response.error_codes if isinstance(response, PreEncoded) else tuple(error_codes(response))
         if request.min_offset is None:
             committed = None  # the client did not ask for the offset (ksteward.protocol.read_your_writes)
         elif forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:
@@ -366,9 +363,9 @@ class Connection:
             client_host=self.client_host,
             token_authenticated=self.protocol.token_authenticated,
         )
-        started = time.perf_counter()
+        started = perf_counter()
         completion = await forward(client)
-        self._remote_ms = (time.perf_counter() - started) * 1000
+        self._remote_s = perf_counter() - started
         self._keep_for_metrics(completion.response)
         return completion.frame(with_offset=request.min_offset is not None)
 
@@ -403,9 +400,9 @@ class Connection:
                 client_host=self.client_host,
                 token_authenticated=self.protocol.token_authenticated,
             )
-            started = time.perf_counter()
+            started = perf_counter()
             completion = await forward(client)
-            self._remote_ms = (time.perf_counter() - started) * 1000
+            self._remote_s = perf_counter() - started
             if completion.outcome is Outcome.CLOSE_CONNECTION:
                 return None
             forwarded = completion.response

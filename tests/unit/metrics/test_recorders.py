@@ -12,7 +12,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.server.metrics import MetricsSettings, metrics_settings
 from ksteward.server.metrics.collectors import RateWindow
 from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, RecentWindow
-from ksteward.server.metrics.recorders import RequestMetrics, error_codes
+from ksteward.server.metrics.recorders import Observation, RequestMetrics, error_codes
 
 
 def test_quantiles_interpolate_inside_the_bucket() -> None:
@@ -95,3 +95,41 @@ def test_recent_quantiles_forget_what_is_older_than_the_window() -> None:
         h.observe(0.5)  # then fast
     assert window.recent("k", h).quantile(0.99) <= 1.0  # only the last five minutes
     assert h.quantile(0.5) > 0.5  # the cumulative figures (_count, _sum) keep everything
+
+
+def _row(key: int, version: int, codes: tuple[int, ...], local_s: float, remote_s: float = 0.0) -> Observation:
+    """One request as the connection appends it: decoded at 10.0, answered after ``local_s + remote_s``, and
+    taken by the socket 1 ms later."""
+    handled = 10.0 + local_s + remote_s
+    return (key, version, codes, 64, 10.0, handled, handled + 0.001, remote_s)
+
+
+def test_a_fold_counts_every_request_and_error_exactly() -> None:
+    metrics = RequestMetrics()
+    pending = metrics.pending
+    pending.extend(_row(3, 12, (0,), 0.002) for _ in range(1_000))
+    pending.extend(_row(3, 11, (0, 3), 0.002) for _ in range(37))
+    pending.extend(_row(29, 3, (31,), 0.004, remote_s=0.02) for _ in range(5))
+    metrics.fold()
+    assert metrics.pending is pending and not pending  # connections keep the list: it is emptied, not replaced
+    metadata, acls = metrics.by_api[3], metrics.by_api[29]
+    assert metadata.by_version == {12: 1_000, 11: 37} and metadata.errors == {0: 1_037, 3: 37}
+    assert acls.by_version == {3: 5} and acls.errors == {31: 5}
+    # Sampled or not, every histogram counts every request, and the sums stay whole-batch figures.
+    for h in (metadata.total, metadata.local, metadata.send, metadata.request_bytes):
+        assert h.count == 1_037
+    assert metadata.total.sum == pytest.approx(1_037 * 3.0)  # 2 ms handling + 1 ms sending, in ms
+    assert metadata.request_bytes.sum == pytest.approx(1_037 * 64)
+    assert metadata.remote.count == 0
+    assert acls.remote.count == 5 and acls.remote.sum == pytest.approx(5 * 20.0)
+    assert acls.local.sum == pytest.approx(5 * 4.0)  # the handler's time less the wait for the controller
+
+
+def test_a_large_batch_is_timed_from_a_sample_that_a_repeating_pattern_cannot_fool() -> None:
+    metrics = RequestMetrics()
+    # 1,000 requests, one in every 31 slow: a sample of every 31st row (1,000 // 32) would hold only slow ones.
+    metrics.pending.extend(_row(18, 3, (0,), 0.2 if i % 31 == 0 else 0.0001) for i in range(1_000))
+    metrics.fold()
+    total = metrics.by_api[18].total
+    assert total.count == 1_000
+    assert total.quantile(0.5) < 2.5  # 1.1 ms: the fast requests are the median, as they are in the traffic

@@ -69,6 +69,7 @@ class RequestCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         window = self._window
+        self._metrics.fold()  # every request answered before the scrape
         by_api = sorted((api_name(key), stats) for key, stats in self._metrics.by_api.items())
         requests = counter(_REQUEST + "requests", "Requests served (RequestsPerSec)", labels=("request", "version"))
         errors = counter(_REQUEST + "errors", "Response error codes (ErrorsPerSec)", labels=("request", "error"))

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Hashable, Sequence
+from itertools import repeat
 
 #: Kafka's Yammer percentiles, as the Strimzi rules label them: ``(\d+)thPercentile`` -> ``quantile="0.$1"``.
 QUANTILES: tuple[tuple[str, float], ...] = (
@@ -43,17 +44,41 @@ COUNT_BOUNDS: tuple[float, ...] = tuple(float(2**i) for i in range(13))
 class Histogram:
     """Counts per bucket (``counts[i]``: values <= ``bounds[i]``, the last one above every bound) and the sum."""
 
-    __slots__ = ("bounds", "counts", "discrete", "sum")
+    __slots__ = ("_seconds_bounds", "bounds", "counts", "discrete", "sum")
 
     def __init__(self, bounds: Sequence[float] = MS_BOUNDS, *, discrete: bool = False) -> None:
         self.bounds = tuple(bounds)
         self.discrete = discrete  # whole numbers: a quantile is its bucket's upper bound, not interpolated
         self.counts = [0] * (len(self.bounds) + 1)
         self.sum = 0.0
+        self._seconds_bounds: tuple[float, ...] | None = None
 
     def observe(self, value: float) -> None:
         self.counts[bisect_left(self.bounds, value)] += 1
         self.sum += value
+
+    def observe_many(
+        self,
+        values: list[float] | list[int],
+        *,
+        weight: int = 1,
+        bounds: tuple[float, ...] | None = None,
+        scale: float = 1.0,
+    ) -> None:
+        """Many observations at once, bucketed in C, each standing for ``weight`` (a sample's). ``values`` may be
+        in another unit than the bounds: ``bounds`` are then the bounds in that unit and ``scale`` turns their
+        sum into the histogram's."""
+        counts = self.counts
+        for index, n in Counter(map(bisect_left, repeat(bounds or self.bounds), values)).items():
+            counts[index] += n * weight
+        self.sum += sum(values) * scale * weight
+
+    def observe_seconds(self, values: list[float], weight: int = 1) -> None:
+        """Many durations in seconds (``perf_counter`` differences) into this histogram of milliseconds."""
+        seconds = self._seconds_bounds
+        if seconds is None:
+            seconds = self._seconds_bounds = tuple(b / 1000 for b in self.bounds)
+        self.observe_many(values, weight=weight, bounds=seconds, scale=1000.0)
 
     @property
     def count(self) -> int:

@@ -20,11 +20,14 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_left
+from collections import Counter
 from collections.abc import Iterable, Iterator
+from itertools import chain, groupby
+from operator import itemgetter, sub
+from random import randrange
 from typing import Any
 
-from ksteward.server.metrics.histogram import BYTES_BOUNDS, MS_BOUNDS, Histogram
+from ksteward.server.metrics.histogram import BYTES_BOUNDS, Histogram
 
 
 class ApiStats:
@@ -45,12 +48,73 @@ class ApiStats:
     def requests(self) -> int:
         return sum(self.by_version.values())
 
+    def add(self, rows: list[Observation]) -> None:
+        """Observations of this api: the counters exactly; the times and sizes of a large batch from an even
+        sample (see :data:`TIMED_PER_BATCH`)."""
+        _count_into(self.by_version, list(map(_VERSION, rows)))
+        _count_into(self.errors, list(chain.from_iterable(map(_CODES, rows))))
+        remote = list(filter(None, map(_REMOTE, rows)))  # forwarded requests only, every one (see the collector)
+        if remote:
+            self.remote.observe_seconds(remote)
+        step = len(rows) // TIMED_PER_BATCH
+        if step > 1:  # one row at random out of each run of step rows stands for them; the few left for themselves
+            whole = len(rows) - len(rows) % step
+            self._observe([rows[start + randrange(step)] for start in range(0, whole, step)], step)
+            rows = rows[whole:]
+        if rows:
+            self._observe(rows, 1)
+
+    def _observe(self, rows: list[Observation], weight: int) -> None:
+        started, handled, sent, remote = (list(map(column, rows)) for column in (_STARTED, _HANDLED, _SENT, _REMOTE))
+        self.total.observe_seconds(list(map(sub, sent, started)), weight)
+        # The handler's time less its wait for another node (measured inside it on the same clock, so not below 0).
+        self.local.observe_seconds(list(map(sub, map(sub, handled, started), remote)), weight)
+        self.send.observe_seconds(list(map(sub, sent, handled)), weight)
+        self.request_bytes.observe_many(list(map(_SIZE, rows)), weight=weight)
+
+
+#: Of one api's observations in one fold, about this many are timed: a batch of more is cut into this many runs
+#: of ``step`` rows, and one row drawn at random from each run stands for its run (stratified sampling: a
+#: request pattern that repeats cannot line up with the draw). The counts stay exact and the quantiles are
+#: estimated from the sample, as Kafka's own are (Yammer's histograms keep a reservoir of 1,028 samples); a
+#: few hundred samples a second per request type are plenty for a 99.9th percentile over five minutes.
+TIMED_PER_BATCH = 32
+
+
+#: One served request as the connection hands it over: (api key, version, error codes, request bytes,
+#: perf_counter() when it was decoded, when its response was ready, when the socket took it, seconds spent
+#: waiting for another node). A tuple of plain values: building and appending it is the request path's only
+#: metrics work.
+Observation = tuple[int, int, tuple[int, ...], int, float, float, float, float]
+
+#: Observations kept before they are folded into the figures. A fold costs about 0.13 µs an observation at
+#: this size (0.17 µs at 1,024, 0.3 µs at 256: each api's part has a fixed cost), so it holds the event loop
+#: for about half a millisecond, and the list stays under a megabyte.
+FOLD_EVERY = 1024
+
+_KEY = itemgetter(0)
+_VERSION = itemgetter(1)
+_CODES = itemgetter(2)
+_SIZE = itemgetter(3)
+_STARTED = itemgetter(4)
+_HANDLED = itemgetter(5)
+_SENT = itemgetter(6)
+_REMOTE = itemgetter(7)
+
 
 class RequestMetrics:
-    """Every api key's :class:`ApiStats` on one node (all listeners together, as Kafka's RequestMetrics)."""
+    """Every api key's :class:`ApiStats` on one node (all listeners together, as Kafka's RequestMetrics).
+
+    The request path only appends an :data:`Observation` to ``pending`` (always the same list: connections
+    keep it) and calls :meth:`fold` once ``FOLD_EVERY`` are waiting; a scrape folds first, so it sees every
+    request answered before it. A fold works on whole columns in C (``map``, ``list.count``, ``bisect``)
+    instead of a few dozen Python steps per request: on a node serving tens of thousands of small requests a
+    second, updating the figures request by request cost a sixth of its throughput (bench/README.md).
+    """
 
     def __init__(self) -> None:
         self.by_api: dict[int, ApiStats] = {}
+        self.pending: list[Observation] = []
 
     def record(
         self,
@@ -62,38 +126,34 @@ class RequestMetrics:
         remote_ms: float,
         send_ms: float,
     ) -> None:
-        """One answered request. The histograms are updated inline (``Histogram.observe``'s two lines, without
-        the call): this runs once per request, and a call costs as much as the update."""
-        stats = self.by_api.get(api_key)
-        if stats is None:
-            stats = self.by_api[api_key] = ApiStats()
-        try:  # a version and an error code seen before: one lookup instead of get-then-set
-            stats.by_version[api_version] += 1
-        except KeyError:
-            stats.by_version[api_version] = 1
-        errors = stats.errors
-        for code in codes:
-            try:
-                errors[code] += 1
-            except KeyError:
-                errors[code] = 1
-        total_ms = local_ms + remote_ms + send_ms
-        h = stats.total
-        h.counts[bisect_left(MS_BOUNDS, total_ms)] += 1
-        h.sum += total_ms
-        h = stats.local
-        h.counts[bisect_left(MS_BOUNDS, local_ms)] += 1
-        h.sum += local_ms
-        if remote_ms:  # only forwarded requests wait for another node; the others count as 0 (see the collector)
-            h = stats.remote
-            h.counts[bisect_left(MS_BOUNDS, remote_ms)] += 1
-            h.sum += remote_ms
-        h = stats.send
-        h.counts[bisect_left(MS_BOUNDS, send_ms)] += 1
-        h.sum += send_ms
-        h = stats.request_bytes
-        h.counts[bisect_left(BYTES_BOUNDS, request_bytes)] += 1
-        h.sum += request_bytes
+        """One answered request with its times in milliseconds, folded at once (for callers off the hot path)."""
+        remote_s = remote_ms / 1000
+        handled = local_ms / 1000 + remote_s
+        sent = handled + send_ms / 1000
+        self.pending.append((api_key, api_version, tuple(codes), request_bytes, 0.0, handled, sent, remote_s))
+        self.fold()
+
+    def fold(self) -> None:
+        """Fold the pending observations into each api's counters and histograms."""
+        if not self.pending:
+            return
+        pending = sorted(self.pending, key=_KEY)  # stable: each api's observations stay in order
+        self.pending.clear()  # the same list: connections append to it  # stable: each api's observations stay in order
+        for api_key, group in groupby(pending, _KEY):
+            stats = self.by_api.get(api_key)
+            if stats is None:
+                stats = self.by_api[api_key] = ApiStats()
+            stats.add(list(group))
+
+
+def _count_into(into: dict[int, int], values: list[int]) -> None:
+    """Add how often each value occurs. A batch holds one or a few versions and error codes: ``list.count``
+    per distinct value scans in C at a few ns a value, twice as fast as a ``Counter``; many distinct values
+    take the ``Counter``."""
+    distinct = set(values)
+    counts = Counter(values).items() if len(distinct) > 4 else ((v, values.count(v)) for v in distinct)
+    for value, n in counts:
+        into[value] = into.get(value, 0) + n
 
 
 @dataclasses.dataclass(slots=True)
