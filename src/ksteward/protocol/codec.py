@@ -26,7 +26,8 @@ from ksteward.protocol import extensions
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.fast_envelope import envelope_response, read_envelope_request_body
-from ksteward.protocol.framing import frame
+from ksteward.protocol.fast_fetch import fetch_request_body, fetch_response_body
+from ksteward.protocol.framing import frame, request_header_v2
 from ksteward.protocol.read_your_writes import offset_tags, request_min_offset, response_offset
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
 
@@ -175,6 +176,10 @@ def encode_response(
     cls: Any = type(response)
     if cls is EnvelopeResponse and metadata_offset is None:  # every forwarded mutation's answer
         return envelope_response(correlation_id, int(response.error_code), response.response_data)
+    if api_key == ApiKey.FETCH and metadata_offset is None:  # the metadata log's replication (fast_fetch)
+        fetch = fetch_response_body(api_version, response)
+        if fetch is not None:
+            return frame(_CORRELATION_ID.pack(correlation_id) + b"\x00" + fetch)
     header_cls = cls.__header_schema__
     out = io.BytesIO()
     if metadata_offset is not None and header_cls is FlexibleResponseHeader:
@@ -223,6 +228,10 @@ def encode_request(
 ) -> bytes:
     """One request's header and body (``body``: a kio entity), without the frame size. ``min_offset`` goes into
     a v2 header's tagged fields (``read_your_writes``); a v1 header has none and goes without it."""
+    if api_key == ApiKey.FETCH and min_offset is None:  # every follower's and broker's metadata Fetch
+        fetch = fetch_request_body(api_version, body)
+        if fetch is not None:
+            return request_header_v2(api_key, api_version, correlation_id, client_id) + fetch
     cls: Any = request_class(api_key, api_version)
     out = io.BytesIO()
     out.write(encode_request_header(api_key, api_version, correlation_id, client_id, min_offset=min_offset))

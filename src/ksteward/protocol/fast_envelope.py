@@ -22,7 +22,7 @@ import struct
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
-from ksteward.protocol.framing import frame
+from ksteward.protocol.framing import frame, request_header_v2
 from ksteward.protocol.varint import read_uvarint, write_uvarint
 
 ENVELOPE_VERSION = 0
@@ -42,13 +42,9 @@ def envelope_request(
     correlation_id: int, client_id: str | None, request_data: bytes, principal: bytes | None, address: bytes
 ) -> bytes:
     """An Envelope v0 request's header and body (no size prefix), as ``codec.encode_request`` writes it."""
-    if client_id is None:
-        header = _HEADER.pack(ApiKey.ENVELOPE, ENVELOPE_VERSION, correlation_id, -1)
-    else:
-        raw = client_id.encode()
-        header = _HEADER.pack(ApiKey.ENVELOPE, ENVELOPE_VERSION, correlation_id, len(raw)) + raw
+    header = request_header_v2(ApiKey.ENVELOPE, ENVELOPE_VERSION, correlation_id, client_id)
     body = _compact(request_data) + (_NULL if principal is None else _compact(principal)) + _compact(address)
-    return header + _NO_TAGS + body + _NO_TAGS
+    return header + body + _NO_TAGS
 
 
 def envelope_response(correlation_id: int, error_code: int, response_data: bytes | None) -> bytes:

@@ -10,12 +10,22 @@ import struct
 from ksteward.protocol.errors import FrameError
 
 _SIZE = struct.Struct(">i")
+_HEADER_V2 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default (100 MiB)
 
 
 def frame(payload: bytes) -> bytes:
     """Prefix ``payload`` with its length."""
     return _SIZE.pack(len(payload)) + payload
+
+
+def request_header_v2(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """A flexible request header (v2) with no tagged fields: the fixed fields, the client id as a nullable
+    INT16-length string (not compact: Kafka's RequestHeader keeps it so), and an empty tag section."""
+    if client_id is None:
+        return _HEADER_V2.pack(api_key, api_version, correlation_id, -1) + b"\x00"
+    raw = client_id.encode()
+    return _HEADER_V2.pack(api_key, api_version, correlation_id, len(raw)) + raw + b"\x00"
 
 
 def check_frame_size(size: int, max_bytes: int, limit_name: str = "socket.request.max.bytes") -> None:
