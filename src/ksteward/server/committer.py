@@ -202,7 +202,8 @@ class GroupCommitter:
             if self._on_append is not None:
                 self._on_append()  # first: the followers' Fetch answers leave before the fsync is handed over
             if not self._flushing:
-                self._start_flush()
+                self._flushing = True
+                asyncio.get_running_loop().call_soon(self._start_flush_soon)
             return future
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
@@ -238,6 +239,15 @@ class GroupCommitter:
         self._publish(self._latest, records)
         future.set_result(last_offset)
         self._maybe_snapshot()
+
+    def _start_flush_soon(self) -> None:
+        """quorum mode: hand the fsync over once the woken followers' Fetch answers are written (they run first:
+        their tasks were woken before this was scheduled), so that the worker thread does not take the GIL
+        from the loop while it encodes them (Kafka's leader, too, flushes after releasing the parked fetches)."""
+        if self._pending:
+            self._start_flush()
+        else:  # the leadership ended in between
+            self._flushing = False
 
     def _start_flush(self) -> None:
         """fsync everything appended so far in a worker thread; :meth:`_flushed` runs on the loop when it is done.

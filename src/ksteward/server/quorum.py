@@ -81,6 +81,8 @@ _FOLLOWER_LOG_ACTIONS = (
 )
 #: How long a leader that stops (SIGTERM) waits for a successor after resigning (Kafka's graceful shutdown).
 SHUTDOWN_TIMEOUT_MS = 2000
+#: How long a standby controller may wait before it replays newly committed records (``_defer_apply``).
+STANDBY_APPLY_DELAY_S = 0.01
 
 
 def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
@@ -179,6 +181,7 @@ class QuorumDriver:
         self._timer: asyncio.Task[None] | None = None
         self._described = ("", -1, -1)  # (state, epoch, leader) last logged
         self._closing = False
+        self._deferred_hw: HighWatermarkUpdated | None = None  # committed records the standby replays soon
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -244,7 +247,8 @@ class QuorumDriver:
             waiters = self._progress if parked.from_voter else self._observer_progress
             waiters.add(waiter)
             try:
-                await asyncio.wait_for(waiter, remaining)
+                async with asyncio.timeout(remaining):  # awaited directly: woken in the next loop turn, not two
+                    await waiter
             except TimeoutError:
                 return
             finally:
@@ -272,6 +276,8 @@ class QuorumDriver:
 
     # --- carrying out the voter's actions ---------------------------------------------------------------
     def _perform(self, actions: list[VoterAction]) -> None:
+        if self._deferred_hw is not None and any(isinstance(a, (BecameLeader, LostLeadership)) for a in actions):
+            self._apply_deferred()  # the image the controller claims (or keeps) holds every committed record
         for action in actions:
             if isinstance(action, PersistElectionState):
                 write_quorum_state(self._state_path, action.state)
@@ -334,17 +340,31 @@ class QuorumDriver:
     def _on_fetch_answer(self, request_id: int, response: Any) -> None:
         """A Fetch answer: append and fsync it, send the next Fetch at once (the voter deferred it until the log
         changed: tick now rather than on the timer task's next turn), and apply what the answer committed to
-        the standby controller only after that Fetch went out (``call_soon`` runs after the sending task's first
-        step, and before any later answer): the leader's high watermark waits for the next Fetch, not for this
-        node's image."""
+        the standby controller later (:meth:`_defer_apply`): the leader's high watermark waits for the next
+        Fetch, not for this node's image."""
         actions = self.voter.handle_response(request_id, response, _now_ms())
         committed = [a for a in actions if isinstance(a, HighWatermarkUpdated)]
         self._perform([a for a in actions if not isinstance(a, HighWatermarkUpdated)])
         self._perform(self.voter.tick(_now_ms()))
         if committed:
-            asyncio.get_running_loop().call_soon(self._apply_committed, committed[-1])
+            self._defer_apply(committed[-1])
 
-    def _apply_committed(self, action: HighWatermarkUpdated) -> None:
+    def _defer_apply(self, action: HighWatermarkUpdated) -> None:
+        """Replay the newly committed records into the standby's image within ``STANDBY_APPLY_DELAY_S``, all
+        the commits of that time in one pass. Replayed at once, every commit's replay on both standbys lands
+        just as the leader needs the CPU to count the Fetch that commits the next record: with voters sharing
+        cores, that cost the commit latency more than the replay itself (bench/README.md, failover). The
+        image is needed up to date only once this node claims the leadership, and it is brought up to date
+        first then (:meth:`_apply_deferred`, from :meth:`_perform`)."""
+        first = self._deferred_hw is None
+        self._deferred_hw = action
+        if first:
+            asyncio.get_running_loop().call_later(STANDBY_APPLY_DELAY_S, self._apply_deferred)
+
+    def _apply_deferred(self) -> None:
+        action, self._deferred_hw = self._deferred_hw, None
+        if action is None:
+            return
         try:
             self._perform([action])
         except Exception:
