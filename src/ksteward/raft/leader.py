@@ -18,9 +18,11 @@ lead (``NOT_LEADER_OR_FOLLOWER`` naming ``current_leader_id``): ``RaftVoter`` us
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -46,6 +48,7 @@ MAX_FETCH_BYTES = 8 * 1024 * 1024
 OBSERVER_SESSION_TIMEOUT_MS = 5 * 60 * 1000
 
 _NO_ID = OffsetAndEpoch(-1, -1)
+_NO_THROTTLE = timedelta(0)
 _VALID = ValidOffsetAndEpoch(FetchValidity.VALID, _NO_ID)
 
 
@@ -306,28 +309,36 @@ class RaftLeader:
         *,
         with_hw: bool = False,
     ) -> Any:
-        """``buildFetchResponse``: the partition always names the current leader and epoch."""
+        """``buildFetchResponse``: the partition always names the current leader and epoch. Built straight from
+        the version's classes (``_FetchClasses``): every commit answers four of these on the leader."""
+        c = _fetch_classes(api_version)
         hw = self.high_watermark if with_hw else -1
         diverging = validity.offset_and_epoch if validity.kind is FetchValidity.DIVERGING else _NO_ID
         snapshot = validity.offset_and_epoch if validity.kind is FetchValidity.SNAPSHOT else _NO_ID
-        partition = {
-            "partition_index": METADATA_PARTITION,
-            "error_code": error,
-            "high_watermark": hw,
-            "last_stable_offset": -1,
-            "log_start_offset": self.log.start_offset,
-            "diverging_epoch": {"epoch": diverging.epoch, "end_offset": diverging.offset},
-            "current_leader": {"leader_id": self.current_leader_id, "leader_epoch": self.epoch},
-            "snapshot_id": {"end_offset": snapshot.offset, "epoch": snapshot.epoch},
-            "aborted_transactions": None,
-            "preferred_read_replica": -1,
-            "records": records,
-        }
-        topic = {"topic_id": METADATA_TOPIC_ID, "topic": METADATA_TOPIC_NAME, "partitions": [partition]}
-        values = {"error_code": ErrorCode.none, "session_id": 0, "responses": [topic]}
-        if api_version >= 17:
-            values["node_endpoints"] = self._node_endpoints(listener, with_rack=True)
-        return build(response_class(ApiKey.FETCH, api_version), values)
+        partition = c.partition(
+            partition_index=METADATA_PARTITION,
+            error_code=error,
+            high_watermark=hw,
+            last_stable_offset=-1,
+            log_start_offset=self.log.start_offset,
+            diverging_epoch=c.epoch_end_offset(epoch=diverging.epoch, end_offset=diverging.offset),
+            current_leader=c.leader(leader_id=self.current_leader_id, leader_epoch=self.epoch),
+            snapshot_id=c.snapshot_id(end_offset=snapshot.offset, epoch=snapshot.epoch),
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=records,
+        )
+        topic = c.topic(topic_id=METADATA_TOPIC_ID, partitions=(partition,))
+        if api_version < 17:
+            return c.response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=(topic,))
+        endpoints = tuple(c.node_endpoint(**e) for e in self._node_endpoints(listener, with_rack=True))
+        return c.response(
+            throttle_time=_NO_THROTTLE,
+            error_code=ErrorCode.none,
+            session_id=0,
+            responses=(topic,),
+            node_endpoints=endpoints,
+        )
 
     def _fetch_top_level(self, error: ErrorCode, api_version: int) -> Any:
         return build(response_class(ApiKey.FETCH, api_version), {"error_code": error, "session_id": 0, "responses": []})
@@ -427,6 +438,34 @@ class RaftLeader:
         if with_rack:
             entry["rack"] = None
         return [entry]
+
+
+@dataclass(frozen=True)
+class _FetchClasses:
+    """A FetchResponse version's kio classes (v13 and later: topic ids)."""
+
+    response: Any
+    topic: Any
+    partition: Any
+    epoch_end_offset: Any
+    leader: Any
+    snapshot_id: Any
+    node_endpoint: Any
+
+
+@cache
+def _fetch_classes(api_version: int) -> _FetchClasses:
+    response = response_class(ApiKey.FETCH, api_version)
+    module = sys.modules[response.__module__]
+    return _FetchClasses(
+        response=response,
+        topic=module.FetchableTopicResponse,
+        partition=module.PartitionData,
+        epoch_end_offset=module.EpochEndOffset,
+        leader=module.LeaderIdAndEpoch,
+        snapshot_id=module.SnapshotId,
+        node_endpoint=getattr(module, "NodeEndpoint", None),
+    )
 
 
 def _progress(replica_id: int, state: _ReplicaState) -> ReplicaProgress:

@@ -19,6 +19,7 @@ chunk) raise ``RaftFatalError``. docs/raft.md describes each rule and where Kafk
 
 from __future__ import annotations
 
+import sys
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -204,7 +205,41 @@ class RaftObserver:
         return ApiKey.FETCH, self.fetch_version, self._fetch_request(log)
 
     def _fetch_request(self, log: LogView) -> Any:
-        """``buildFetchRequest``: fetch at our log end with the epoch of our last batch."""
+        """``buildFetchRequest``: fetch at our log end with the epoch of our last batch. From v13 (topic ids,
+        every version the Raft code sends) built straight from the version's classes: a voter sends two of
+        these per commit."""
+        if self.fetch_version < 13:
+            return build(request_class(ApiKey.FETCH, self.fetch_version), self._fetch_values(log))
+        cls = request_class(ApiKey.FETCH, self.fetch_version)
+        module = sys.modules[cls.__module__]
+        partition: dict[str, Any] = {
+            "partition": METADATA_PARTITION,
+            "current_leader_epoch": self.epoch,
+            "fetch_offset": log.log_end_offset,
+            "last_fetched_epoch": log.last_fetched_epoch,
+            "log_start_offset": -1,
+            "partition_max_bytes": 0,
+        }
+        if self.fetch_version >= 17:
+            partition["replica_directory_id"] = self.directory_id
+        topic = module.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(module.FetchPartition(**partition),))
+        common = {
+            "cluster_id": self.cluster_id,
+            "max_wait": timedelta(milliseconds=self.max_wait_ms),
+            "min_bytes": 0,
+            "max_bytes": self.max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": (topic,),
+            "forgotten_topics_data": (),
+            "rack_id": "",
+        }
+        if self.fetch_version >= 15:
+            return cls(replica_state=module.ReplicaState(replica_id=self.replica_id, replica_epoch=-1), **common)
+        return cls(replica_id=self.replica_id, **common)
+
+    def _fetch_values(self, log: LogView) -> dict[str, Any]:
         partition = {
             "partition": METADATA_PARTITION,
             "current_leader_epoch": self.epoch,
@@ -214,7 +249,7 @@ class RaftObserver:
             "partition_max_bytes": 0,
             "replica_directory_id": self.directory_id,
         }
-        values = {
+        return {
             "cluster_id": self.cluster_id,
             "replica_id": self.replica_id,
             "replica_state": {"replica_id": self.replica_id, "replica_epoch": -1},
@@ -228,7 +263,6 @@ class RaftObserver:
             "forgotten_topics_data": [],
             "rack_id": "",
         }
-        return build(request_class(ApiKey.FETCH, self.fetch_version), values)
 
     def _fetch_snapshot_request(self) -> Any:
         assert self._download is not None

@@ -326,3 +326,28 @@ def test_every_served_fetch_version_encodes(log: MetadataLog, version: int) -> N
     assert encode_response(ApiKey.FETCH, version, 1, refused)
     if version < 13:
         assert partition_of(refused).error_code == ErrorCode.cluster_authorization_failed
+
+
+@pytest.mark.parametrize("version", range(13, 19))
+def test_the_answer_built_from_classes_is_the_one_build_makes(log: MetadataLog, version: int) -> None:
+    """``_fetch_response`` builds its entities directly; ``protocol.build`` from the fields' values is the
+    reference (records, high watermark, leader, and the endpoint from v17)."""
+    from ksteward.protocol.apis import ApiKey
+    from ksteward.protocol.build import build
+    from ksteward.protocol.codec import response_class
+
+    leader = leader_for(log, epoch=5)
+    response = leader.handle_fetch(fetch_request(3, 1, leader_epoch=5, version=version), version, CONTROLLER)
+    data = partition_of(response)
+    partition = {
+        "partition_index": 0, "error_code": ErrorCode.none, "high_watermark": data.high_watermark,
+        "last_stable_offset": -1, "log_start_offset": 0, "diverging_epoch": {"epoch": -1, "end_offset": -1},
+        "current_leader": {"leader_id": LEADER_ID, "leader_epoch": 5},
+        "snapshot_id": {"end_offset": -1, "epoch": -1}, "aborted_transactions": None,
+        "preferred_read_replica": -1, "records": data.records,
+    }  # fmt: skip
+    values: dict[str, object] = {"error_code": ErrorCode.none, "session_id": 0,
+                                 "responses": [{"topic_id": METADATA_TOPIC_ID, "partitions": [partition]}]}  # fmt: skip
+    if version >= 17:
+        values["node_endpoints"] = [{"node_id": LEADER_ID, "host": "127.0.0.1", "port": 9093, "rack": None}]
+    assert data.records and response == build(response_class(ApiKey.FETCH, version), values)

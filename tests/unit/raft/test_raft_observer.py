@@ -19,6 +19,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.raft import METADATA_TOPIC_ID
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.leader import ParkedFetch, RaftLeader
+from ksteward.raft.log_view import MetadataLogView
 from ksteward.raft.observer import (
     AbortSnapshotDownload,
     AppendBatches,
@@ -288,3 +289,23 @@ def test_fetch_v18_with_the_followers_high_watermark_is_served(tmp_path: Path, f
         observer = RaftObserver(cluster_id=CLUSTER_ID, replica_id=7, fetch_version=18)
         replicate(leader_for(leader_log, epoch=1), observer, follower)
         assert follower.log.next_offset == 12 == observer.high_watermark
+
+
+@pytest.mark.parametrize("version", range(4, 19))
+def test_the_fetch_built_from_classes_is_the_one_build_makes(tmp_path: Path, version: int) -> None:
+    """From v13 ``_fetch_request`` builds its entities directly; ``protocol.build`` of the same values is the
+    reference, at every version an observer may be told to send."""
+    import uuid
+
+    from ksteward.protocol.codec import request_class
+
+    with open_log(tmp_path / "follower") as log:
+        write_epochs(log, [(1, 3), (2, 2)])
+        observer = RaftObserver(cluster_id=CLUSTER_ID, replica_id=7, directory_id=uuid.UUID(int=3), epoch=5,
+                                leader_id=LEADER_ID, fetch_version=version)  # fmt: skip
+        view = MetadataLogView(log)
+        request = observer._fetch_request(view)
+        assert request == build(request_class(ApiKey.FETCH, version), observer._fetch_values(view))
+        partition = request.topics[0].partitions[0]
+        assert partition.fetch_offset == 5
+        assert version < 13 or partition.last_fetched_epoch == 2
