@@ -98,9 +98,7 @@ class ReplicaLogMixin:
                 index += 1
             if stop > start:
                 try:
-                    with open(segment.path, "rb") as f:
-                        f.seek(start)
-                        chunk = f.read(stop - start)
+                    chunk = _pread(segment.path, start, stop - start)
                 except FileNotFoundError:
                     raise OffsetOutOfRangeError(f"segment {segment.path.name} was deleted while being read") from None
                 chunks.append(chunk)
@@ -227,3 +225,21 @@ class ReplicaLogMixin:
         self._prune_snapshots()
         self._logger.info("the metadata log now starts at snapshot %s", newest.path.name)
         return True
+
+
+def _pread(path: Path, position: int, size: int) -> bytes:
+    """``size`` bytes of ``path`` from ``position``: three system calls, without a Python file object (a
+    Raft leader reads the newest batch for every follower's Fetch)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while size > 0:  # a regular file returns short only at its end
+            chunk = os.pread(fd, size, position)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            position += len(chunk)
+            size -= len(chunk)
+        return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+    finally:
+        os.close(fd)
