@@ -31,6 +31,9 @@ def consecutive_free_ports(count: int) -> int:
             try:
                 for port in range(base, base + count):
                     s = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    # As the servers bind (asyncio sets SO_REUSEADDR): a port whose last connection is in
+                    # TIME-WAIT is free for them, and after a benchmark there can be thousands of those.
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     s.bind((HOST, port))
             except OSError:
                 continue
