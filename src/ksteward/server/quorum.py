@@ -174,7 +174,6 @@ class QuorumDriver:
         )
         self._started = asyncio.Event()
         self._wake = asyncio.Event()  # the timer loop re-reads the deadline
-        self._sleeping_until = -1  # the deadline (ms) the timer loop sleeps until; -1 while it is awake
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
         self._progress: set[asyncio.Future[None]] = set()
         self._observer_progress: set[asyncio.Future[None]] = set()
@@ -264,19 +263,11 @@ class QuorumDriver:
                 waiter.set_result(None)
 
     async def _run_timers(self) -> None:
-        """Tick at the voter's next deadline (at least once a second). Carrying out actions wakes this loop only
-        when they brought the deadline forward: a commit makes several, and each wake-up costs a turn."""
         while True:
             self._wake.clear()
-            now = _now_ms()
-            self._sleeping_until = min(self.voter.next_deadline_ms(), now + 1000)
-            if self._sleeping_until > now:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout((self._sleeping_until - now) / 1000):
-                        await self._wake.wait()
-            else:
-                await asyncio.sleep(0)  # due already: still let the loop turn
-            self._sleeping_until = -1  # awake: the deadline is read again before the next sleep
+            delay = max(self.voter.next_deadline_ms() - _now_ms(), 0) / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
             try:
                 self._perform(self.voter.tick(_now_ms()))
             except Exception:  # a bug in one tick must not stop elections for good
@@ -311,8 +302,7 @@ class QuorumDriver:
             elif isinstance(action, LeaderChanged):
                 pass  # logged below, with the state it leads to
         self._log_state()
-        if self.voter.next_deadline_ms() < self._sleeping_until:
-            self._wake.set()
+        self._wake.set()
 
     def _log_state(self) -> None:
         voter = self.voter
