@@ -206,61 +206,44 @@ class RaftObserver:
 
     def _fetch_request(self, log: LogView) -> Any:
         """``buildFetchRequest``: fetch at our log end with the epoch of our last batch. From v13 (topic ids,
-        every version the Raft code sends) built straight from the version's classes: a voter sends two of
-        these per commit."""
-        if self.fetch_version < 13:
-            return build(request_class(ApiKey.FETCH, self.fetch_version), self._fetch_values(log))
+        every version the Raft code sends) built straight from the version's classes, not through
+        ``protocol.build``: a voter sends two of these per commit."""
         cls = request_class(ApiKey.FETCH, self.fetch_version)
+        partition, common = self._partition_values(log), self._request_values()
+        if self.fetch_version < 13:
+            partition["replica_directory_id"] = self.directory_id
+            topic = {"topic_id": METADATA_TOPIC_ID, "topic": METADATA_TOPIC_NAME, "partitions": [partition]}
+            state = {"replica_id": self.replica_id, "replica_epoch": -1}
+            return build(cls, {**common, "replica_id": self.replica_id, "replica_state": state, "topics": [topic]})
         module = sys.modules[cls.__module__]
-        partition: dict[str, Any] = {
-            "partition": METADATA_PARTITION,
-            "current_leader_epoch": self.epoch,
-            "fetch_offset": log.log_end_offset,
-            "last_fetched_epoch": log.last_fetched_epoch,
-            "log_start_offset": -1,
-            "partition_max_bytes": 0,
-        }
         if self.fetch_version >= 17:
             partition["replica_directory_id"] = self.directory_id
-        topic = module.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(module.FetchPartition(**partition),))
-        common = {
-            "cluster_id": self.cluster_id,
-            "max_wait": timedelta(milliseconds=self.max_wait_ms),
-            "min_bytes": 0,
-            "max_bytes": self.max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": (topic,),
-            "forgotten_topics_data": (),
-            "rack_id": "",
-        }
+        topics = (module.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(module.FetchPartition(**partition),)),)
         if self.fetch_version >= 15:
-            return cls(replica_state=module.ReplicaState(replica_id=self.replica_id, replica_epoch=-1), **common)
-        return cls(replica_id=self.replica_id, **common)
+            state = module.ReplicaState(replica_id=self.replica_id, replica_epoch=-1)
+            return cls(replica_state=state, topics=topics, **common)
+        return cls(replica_id=self.replica_id, topics=topics, **common)
 
-    def _fetch_values(self, log: LogView) -> dict[str, Any]:
-        partition = {
+    def _partition_values(self, log: LogView) -> dict[str, Any]:
+        return {
             "partition": METADATA_PARTITION,
             "current_leader_epoch": self.epoch,
             "fetch_offset": log.log_end_offset,
             "last_fetched_epoch": log.last_fetched_epoch,
             "log_start_offset": -1,
             "partition_max_bytes": 0,
-            "replica_directory_id": self.directory_id,
         }
+
+    def _request_values(self) -> dict[str, Any]:
         return {
             "cluster_id": self.cluster_id,
-            "replica_id": self.replica_id,
-            "replica_state": {"replica_id": self.replica_id, "replica_epoch": -1},
             "max_wait": timedelta(milliseconds=self.max_wait_ms),
             "min_bytes": 0,
             "max_bytes": self.max_bytes,
             "isolation_level": 0,
             "session_id": 0,
             "session_epoch": -1,
-            "topics": [{"topic_id": METADATA_TOPIC_ID, "topic": METADATA_TOPIC_NAME, "partitions": [partition]}],
-            "forgotten_topics_data": [],
+            "forgotten_topics_data": (),
             "rack_id": "",
         }
 

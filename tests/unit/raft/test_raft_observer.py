@@ -303,9 +303,28 @@ def test_the_fetch_built_from_classes_is_the_one_build_makes(tmp_path: Path, ver
         write_epochs(log, [(1, 3), (2, 2)])
         observer = RaftObserver(cluster_id=CLUSTER_ID, replica_id=7, directory_id=uuid.UUID(int=3), epoch=5,
                                 leader_id=LEADER_ID, fetch_version=version)  # fmt: skip
-        view = MetadataLogView(log)
-        request = observer._fetch_request(view)
-        assert request == build(request_class(ApiKey.FETCH, version), observer._fetch_values(view))
-        partition = request.topics[0].partitions[0]
-        assert partition.fetch_offset == 5
-        assert version < 13 or partition.last_fetched_epoch == 2
+        request = observer._fetch_request(MetadataLogView(log))
+        partition = {
+            "partition": 0,
+            "current_leader_epoch": 5,
+            "fetch_offset": 5,
+            "last_fetched_epoch": 2,
+            "log_start_offset": -1,
+            "partition_max_bytes": 0,
+            "replica_directory_id": uuid.UUID(int=3),
+        }
+        values = {
+            "cluster_id": CLUSTER_ID,
+            "replica_id": 7,
+            "replica_state": {"replica_id": 7, "replica_epoch": -1},
+            "max_wait": 500,
+            "min_bytes": 0,
+            "max_bytes": 8 * 1024 * 1024,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "forgotten_topics_data": [],
+            "rack_id": "",
+            "topics": [{"topic_id": METADATA_TOPIC_ID, "topic": "__cluster_metadata", "partitions": [partition]}],
+        }
+        assert request == build(request_class(ApiKey.FETCH, version), values)  # fmt: skip
