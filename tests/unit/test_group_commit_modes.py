@@ -31,13 +31,14 @@ def test_one_writer_at_a_time_goes_inline_and_overlapping_writers_share_fsyncs(t
         committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30)
         committer.start()
         resolved_at_once = []
-        for i in range(SOLO_FLUSHES_BEFORE_INLINE + INLINE_FLUSHES_PER_PROBE + 2):
+        for i in range(SOLO_FLUSHES_BEFORE_INLINE + 3 * INLINE_FLUSHES_PER_PROBE + 3):
             future = committer.append([acl(f"solo-{i}")])
             resolved_at_once.append(future.done())  # in line: durable before append returns
             await future
+            await asyncio.sleep(0)  # one loop turn, as the writer's next request arrives in (not a timed wait)
         fsyncs_before = committer.fsyncs
-        burst = [committer.append([acl(f"burst-{i}")]) for i in range(20)]
-        await asyncio.gather(*burst)  # the probe's thread fsync, then one more for the batches behind it
+        burst = [committer.append([acl(f"burst-{i}")]) for i in range(20)]  # in one turn of the loop
+        await asyncio.gather(*burst)  # the first in line; the second sees the overlap and the rest share fsyncs
         burst_fsyncs = committer.fsyncs - fsyncs_before
         offset = committer.published.offset
         await committer.close(snapshot=False)
@@ -49,6 +50,10 @@ def test_one_writer_at_a_time_goes_inline_and_overlapping_writers_share_fsyncs(t
     assert resolved_at_once[:solo] == [False] * solo  # through the worker thread until the pattern is seen
     assert resolved_at_once[solo : solo + INLINE_FLUSHES_PER_PROBE] == [True] * INLINE_FLUSHES_PER_PROBE
     assert resolved_at_once[solo + INLINE_FLUSHES_PER_PROBE] is False  # the probe goes through the thread
-    assert burst_fsyncs < burst  # overlapping writes shared fsyncs
+    # It found the writes still one at a time: the next run in line is twice as long, then another probe.
+    second = solo + INLINE_FLUSHES_PER_PROBE + 1
+    assert resolved_at_once[second : second + 2 * INLINE_FLUSHES_PER_PROBE] == [True] * (2 * INLINE_FLUSHES_PER_PROBE)
+    assert resolved_at_once[second + 2 * INLINE_FLUSHES_PER_PROBE] is False
+    assert burst_fsyncs <= 3 < burst  # overlapping writes shared fsyncs
     with MetadataLog.open(tmp_path, logger=LOGGER, read_only=True) as log:
         assert sum(len(b.records) for b in log.read(0)) == offset + 1  # every acknowledged batch is in the log
