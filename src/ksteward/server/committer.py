@@ -12,11 +12,10 @@ waits for the thread and the loop's wakeup, and shares its fsync with nobody. So
 line, as ``group_commit=False`` does; after ``INLINE_FLUSHES_PER_PROBE`` of them one goes through the thread
 again, and if writes now overlap (it made several batches durable), the thread stays. Each probe that finds
 writes still one at a time doubles the run before the next, up to ``MAX_INLINE_FLUSHES_PER_PROBE``: a probe
-costs a thread handoff, about 3% of a steady writer's throughput at a probe every 16. And a second write in
-the same event-loop turn as an in-line fsync (several requests were ready at once: writers overlap) ends the
-run at once. Group commit is then never
-slower than one fsync per write when writes come one at a time (issue 17), and still shares fsyncs when
-they do not.
+costs a thread handoff, about 3% of a steady writer's throughput at a probe every 16. A second write in the
+same event-loop turn as an in-line fsync (several requests were ready at once: writers overlap) ends the run
+at once. A single writer then loses about 2% to group commit against one fsync per write (bench/server.py;
+issue 17 asks for none), and writers that overlap still share fsyncs.
 
 The committer writes in one leader epoch, ``epoch``, chosen when the controller starts
 (``raft.quorum_state.begin_single_voter_epoch``); every batch carries it as its partitionLeaderEpoch.

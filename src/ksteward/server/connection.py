@@ -183,7 +183,7 @@ class Connection:
                         if len(pending) >= FOLD_EVERY:
                             metrics.fold()
                     elif isinstance(event, UnsupportedApiVersionsRequest):
-                        self._record_unsupported(metrics, started, handled)
+                        self._record_unsupported(metrics, started, handled, self._last_active)
                 if sockets is not None and not self._authenticated and self.protocol.authenticated:
                     self._authenticated = True  # after the reply that completed the login, or the first one
                     sockets.successful_authentications += 1
@@ -209,11 +209,11 @@ class Connection:
         log.info("%s on %s logged in as %s with a delegation token requested by %s", self.peer,
                  self.listener.name, self.protocol.principal, self.protocol.token_requester)  # fmt: skip
 
-    def _record_unsupported(self, metrics: RequestMetrics, started: float, handled: float) -> None:
-        """An ApiVersions request above the served versions, answered with UNSUPPORTED_VERSION (KIP-511)."""
+    def _record_unsupported(self, metrics: RequestMetrics, started: float, handled: float, sent: float) -> None:
+        """An ApiVersions request above the served versions, answered with UNSUPPORTED_VERSION in v0 (KIP-511)."""
         codes = (int(ErrorCode.unsupported_version),)
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
-        metrics.pending.append((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, monotonic(), 0.0))
+        metrics.pending.append((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, sent, 0.0))
 
     def _keep_for_metrics(self, response: Any) -> None:
         """The response's error codes (Kafka's ``errorCounts``) for the request metrics, when they are on."""
@@ -314,8 +314,7 @@ class Connection:
             what = f"{api_name(key)} v{ctx.api_version} from {self.peer} failed; answering UNKNOWN_SERVER_ERROR"
             log_failure(log, what, exc, stack_level=logging.ERROR)
             response = build(response_class(key, request.api_version), values)
-        if self.listener.request_metrics is not None:  # _keep_for_metrics, inline on the common path
-            self._codes = response.error_codes if isinstance(response, PreEncoded) else tuple(error_codes(response))
+        self._keep_for_metrics(response)
         if request.min_offset is None:
             committed = None  # the client did not ask for the offset (ksteward.protocol.read_your_writes)
         elif forward is None and key in FORWARDABLE_API_KEYS and key not in UNTAGGED_READS:

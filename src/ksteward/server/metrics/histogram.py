@@ -74,7 +74,7 @@ class Histogram:
         self.sum += sum(values) * scale * weight
 
     def observe_seconds(self, values: list[float], weight: int = 1) -> None:
-        """Many durations in seconds (``perf_counter`` differences) into this histogram of milliseconds."""
+        """Many durations in seconds (differences of clock readings) into this histogram of milliseconds."""
         seconds = self._seconds_bounds
         if seconds is None:
             seconds = self._seconds_bounds = tuple(b / 1000 for b in self.bounds)

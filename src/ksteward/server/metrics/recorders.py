@@ -49,8 +49,8 @@ class ApiStats:
         return sum(self.by_version.values())
 
     def add(self, rows: list[Observation]) -> None:
-        """Observations of this api: the counters exactly; the times and sizes of a large batch from an even
-        sample (see :data:`TIMED_PER_BATCH`)."""
+        """Observations of this api: the counters exactly; the times and sizes of a large batch from a
+        stratified random sample (see :data:`TIMED_PER_BATCH`)."""
         _count_into(self.by_version, list(map(_VERSION, rows)))
         _count_into(self.errors, list(chain.from_iterable(map(_CODES, rows))))
         remote = list(filter(None, map(_REMOTE, rows)))  # forwarded requests only, every one (see the collector)
@@ -81,10 +81,10 @@ class ApiStats:
 TIMED_PER_BATCH = 32
 
 
-#: One served request as the connection hands it over: (api key, version, error codes, request bytes,
-#: perf_counter() when it was decoded, when its response was ready, when the socket took it, seconds spent
-#: waiting for another node). A tuple of plain values: building and appending it is the request path's only
-#: metrics work.
+#: One served request as the connection hands it over: (api key, version, error codes, request bytes, the
+#: monotonic clock (``loop.time()``'s) when it was decoded, when its response was ready and when the socket
+#: took it, and the seconds it spent waiting for another node). A tuple of plain values: building and
+#: appending it is the request path's only metrics work.
 Observation = tuple[int, int, tuple[int, ...], int, float, float, float, float]
 
 #: Observations kept before they are folded into the figures. A fold costs about 0.17 µs an observation at
@@ -138,7 +138,7 @@ class RequestMetrics:
         if not self.pending:
             return
         pending = sorted(self.pending, key=_KEY)  # stable: each api's observations stay in order
-        self.pending.clear()  # the same list: connections append to it  # stable: each api's observations stay in order
+        self.pending.clear()  # the same list: connections append to it
         for api_key, group in groupby(pending, _KEY):
             stats = self.by_api.get(api_key)
             if stats is None:
