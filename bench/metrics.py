@@ -6,11 +6,13 @@
 
 Prints one table per section and writes ``bench/results/metrics.json``.
 
-1. ``throughput``: two servers in the same run, identical but for ``metrics.port``: ApiVersions v3 and
-   DescribeAcls v3 (the StandardAuthorizer on, so every DescribeAcls is one authorization and one error code),
-   with 1 and 50 connections, closed loop. Cells are interleaved round by round (off, on, off, on, ...; in
-   odd rounds each pair runs on first). While
-   a metrics-on cell runs, ``/metrics`` is scraped once a second, as a busy Prometheus would. Goal: metrics on
+1. ``throughput``: servers identical but for ``metrics.port``, ``--processes`` of each (3 by default):
+   ApiVersions v3 and DescribeAcls v3 (the StandardAuthorizer on, so every DescribeAcls is one authorization
+   and one error code), with 1 and 50 connections, closed loop. Two processes running the same code differ by
+   up to a few per cent on this machine, steadily over a run, so each cell is shared by all the processes of
+   its kind; its ``process spread`` column shows how far apart they were. Cells are interleaved round by round
+   and process by process (off, on, off, on, ...; the other way round every second time). While a metrics-on
+   server is loaded, its ``/metrics`` is scraped once a second, as a busy Prometheus would. Goal: metrics on
    at most 5% slower.
 2. ``scrape``: a server started from a snapshot of 10,000 topics (3 partitions each) and 100,000 ACLs, with
    the authorizer and the metrics on. After some requests of each kind, ``/metrics`` is scraped
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, round_counts, split
+from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, process_stats, round_counts, split
 from bench._harness.report import median, table, warn
 from bench._harness.runner import Benchmark, parser
 from bench._harness.server import ServerProcess
@@ -56,6 +58,7 @@ class Params:
     acls: int  # scrape section: ACLs in the snapshot
     scrapes: int  # scrape section: timed scrapes
     cell_seconds: float
+    processes: int  # server processes of each kind (metrics off, on), sharing each cell
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Params:
@@ -63,8 +66,8 @@ class Params:
         return cls(
             quick=quick,
             sections=tuple(args.only or SECTIONS),
-            requests_1=args.requests_1 or (2_000 if quick else 20_000),
-            requests_50=args.requests_50 or (5_000 if quick else 50_000),
+            requests_1=args.requests_1 or (2_000 if quick else 40_000),
+            requests_50=args.requests_50 or (10_000 if quick else 300_000),
             rounds=args.rounds,
             warmup=200 if quick else 1_000,
             scrape_interval_s=args.scrape_interval,
@@ -72,6 +75,7 @@ class Params:
             acls=args.acls if args.acls is not None else (10_000 if quick else 100_000),
             scrapes=args.scrapes or (5 if quick else 30),
             cell_seconds=args.cell_seconds,
+            processes=args.processes,
         )
 
 
@@ -112,11 +116,29 @@ async def scrape(port: int, timeout: float = 60.0) -> tuple[float, bytes]:
     return seconds, body
 
 
-async def scrape_every(port: int, interval_s: float, count: list[int]) -> None:
-    while True:
-        await scrape(port)
-        count[0] += 1
-        await asyncio.sleep(interval_s)
+class Scraper:
+    """Scrapes one server once every ``interval_s`` seconds *of its load*: the time until the next scrape carries
+    over from one cell to the next, so that short cells are not each scraped at their start (which would scrape
+    far more often than once a second)."""
+
+    def __init__(self, port: int, interval_s: float) -> None:
+        self.port = port
+        self.interval_s = interval_s
+        self.next_in_s = interval_s
+        self.scrapes = 0
+
+    async def run(self) -> None:
+        """Until cancelled (at the end of a cell)."""
+        while True:
+            started = time.perf_counter()
+            try:
+                await asyncio.sleep(self.next_in_s)
+            except asyncio.CancelledError:
+                self.next_in_s = max(self.next_in_s - (time.perf_counter() - started), 0.0)
+                raise
+            self.next_in_s = self.interval_s
+            await scrape(self.port)
+            self.scrapes += 1
 
 
 # --- 1. throughput with the metrics on and off ------------------------------------------------------------
@@ -125,6 +147,7 @@ CELL_COLUMNS = [
     ("api", "api"), ("conns", "connections"), ("metrics", "metrics"), ("requests", "requests"), ("failed", "failed"),
     ("req/s", "per_s"), ("rounds req/s", "rounds"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
     ("server us/req", "server_cpu_us_per_req"), ("client us/req", "client_cpu_us_per_req"),
+    ("processes req/s", "processes"), ("process spread", "process_spread"),
 ]  # fmt: skip
 RATIO_COLUMNS = [
     ("api", "api"), ("conns", "connections"), ("off req/s", "off_per_s"), ("on req/s", "on_per_s"),
@@ -133,50 +156,62 @@ RATIO_COLUMNS = [
 
 
 async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
-    metrics_port = free_ports(1)[0]
+    ports = free_ports(p.processes)
     servers = {
-        "off": ServerProcess(workdir, "metrics-off", overrides=AUTHORIZER),
-        "on": ServerProcess(workdir, "metrics-on", overrides={**AUTHORIZER, "metrics.port": str(metrics_port)}),
-    }
+        "off": [ServerProcess(workdir, f"metrics-off-{k}", overrides=AUTHORIZER) for k in range(p.processes)],
+        "on": [ServerProcess(workdir, f"metrics-on-{k}", overrides={**AUTHORIZER, "metrics.port": str(port)})
+               for k, port in enumerate(ports)],
+    }  # fmt: skip
     apis = [("ApiVersions v3", api_versions_frame(), api_versions_ok),
             ("DescribeAcls v3", describe_acls_frame(), describe_acls_ok)]  # fmt: skip
-    cells = [(label, frame, check, conns, mode) for label, frame, check in apis
-             for conns in (1, 50) for mode in ("off", "on")]  # fmt: skip
-    rounds: dict[int, list[LoadResult]] = {i: [] for i in range(len(cells))}
-    scrapes = [0]
+    pairs = [(label, frame, check, conns) for label, frame, check in apis for conns in (1, 50)]
+    # results[(pair, mode)][process]: that process's rounds
+    results: dict[tuple[int, str], list[list[LoadResult]]] = {
+        (i, mode): [[] for _ in range(p.processes)] for i in range(len(pairs)) for mode in servers
+    }
+    everyone = [s for group in servers.values() for s in group]
+    scrapers = [Scraper(port, p.scrape_interval_s) for port in ports]
     try:
-        await asyncio.gather(*(s.start() for s in servers.values()))
-        for _label, frame, check, conns, mode in cells:
+        await asyncio.gather(*(s.start() for s in everyone))
+        for _label, frame, check, conns in pairs:
             warm = [with_correlation_id(frame, -1 - i) for i in range(p.warmup)]
-            await closed_loop(servers[mode], split(warm, conns), check=check, budget_s=10.0)
+            for s in everyone:
+                await closed_loop(s, split(warm, conns), check=check, budget_s=10.0)
         for r in range(p.rounds):
-            # Off then on in even rounds, on then off in odd ones: neither side always runs second.
-            order = [i ^ (r % 2) for i in range(len(cells))]
-            for index in order:
-                _label, frame, check, conns, mode = cells[index]
+            for i, (_label, frame, check, conns) in enumerate(pairs):
                 count = round_counts(p.requests_1 if conns == 1 else p.requests_50, p.rounds)[r]
-                frames = [with_correlation_id(frame, i) for i in range(count)]
-                scraper = None
-                if mode == "on":
-                    scraper = asyncio.ensure_future(scrape_every(metrics_port, p.scrape_interval_s, scrapes))
-                try:
-                    result = await closed_loop(servers[mode], split(frames, conns), check=check,
-                                               budget_s=p.cell_seconds / p.rounds)  # fmt: skip
-                finally:
-                    if scraper is not None:
-                        scraper.cancel()
-                rounds[index].append(result)
+                for k, share in enumerate(round_counts(count, p.processes)):
+                    # Off then on in even rounds, on then off in odd ones: neither side always runs second.
+                    for mode in ("off", "on") if (r + k) % 2 == 0 else ("on", "off"):
+                        frames = [with_correlation_id(frame, n) for n in range(share)]
+                        scraper = None
+                        if mode == "on":
+                            scraper = asyncio.ensure_future(scrapers[k].run())
+                        try:
+                            result = await closed_loop(servers[mode][k], split(frames, conns), check=check,
+                                                       budget_s=p.cell_seconds / p.rounds / p.processes)  # fmt: skip
+                        finally:
+                            if scraper is not None:
+                                scraper.cancel()
+                        results[(i, mode)][k].append(result)
             print(f"  round {r + 1}/{p.rounds} done", flush=True)
-        await asyncio.gather(*(s.stop() for s in servers.values()))
+        await asyncio.gather(*(s.stop() for s in everyone))
     finally:
-        for s in servers.values():
+        for s in everyone:
             s.kill()
-    rows = [{"api": label, "connections": conns, "metrics": mode, **cell_stats(merge(rounds[i]), rounds[i])}
-            for i, (label, _, _, conns, mode) in enumerate(cells)]  # fmt: skip
+    rows = []
+    for i, (label, _, _, conns) in enumerate(pairs):
+        for mode in ("off", "on"):
+            by_process = results[(i, mode)]
+            # A round's figure: every process's share of that round together.
+            rounds = [merge([parts[r] for parts in by_process]) for r in range(p.rounds)]
+            rows.append({"api": label, "connections": conns, "metrics": mode, **cell_stats(merge(rounds), rounds),
+                         **process_stats(by_process)})  # fmt: skip
     ratios = [on_off_ratio(off, on) for off, on in zip(rows[0::2], rows[1::2], strict=True)]
     print()
-    title = (f"1. Throughput, metrics off and on (each cell in {p.rounds} interleaved rounds; "
-             f"the metrics-on server scraped every {p.scrape_interval_s:g} s while loaded)")  # fmt: skip
+    title = (f"1. Throughput, metrics off and on ({p.processes} server processes of each; each cell in {p.rounds} "
+             f"interleaved rounds shared by its processes; a metrics-on server scraped every "
+             f"{p.scrape_interval_s:g} s while loaded)")  # fmt: skip
     print(table(title, CELL_COLUMNS, rows))
     print()
     print(table("   Metrics on / off, same run (goal: at least 0.95)", RATIO_COLUMNS, ratios))
@@ -184,9 +219,14 @@ async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
                 for r in rows if r["failed"]]  # fmt: skip
     problems += [f"{r['api']}, {r['connections']} conn(s), metrics {r['metrics']}: stopped by the time budget"
                  for r in rows if r["truncated"]]  # fmt: skip
-    problems += [f"{name} server log: {line}" for name, s in servers.items() for line in s.log_errors()]
+    problems += [f"{s.name} server log: {line}" for s in everyone for line in s.log_errors()]
     warn(problems)
-    return {"cells": rows, "ratios": ratios, "scrapes_during_load": scrapes[0], "problems": problems}
+    return {
+        "cells": rows,
+        "ratios": ratios,
+        "scrapes_during_load": sum(x.scrapes for x in scrapers),
+        "problems": problems,
+    }
 
 
 def on_off_ratio(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
@@ -271,14 +311,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     out = parser(__doc__, "metrics", "smoke test with small counts (about 40 seconds)")
     add = out.add_argument
     add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable)")
-    add("--requests-1", type=int, help="requests per cell with 1 connection (default 20000, quick 2000)")
-    add("--requests-50", type=int, help="requests per cell with 50 connections (default 50000, quick 5000)")
-    add("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
+    add("--requests-1", type=int, help="requests per cell with 1 connection (default 40000, quick 2000)")
+    add("--requests-50", type=int, help="requests per cell with 50 connections (default 300000, quick 10000)")
+    add("--rounds", type=int, default=6, help="interleaved rounds per cell (default 6)")
     add("--scrape-interval", type=float, default=1.0, help="seconds between scrapes under load (default 1)")
     add("--topics", type=int, help="scrape section: topics (default 10000, quick 1000)")
     add("--acls", type=int, help="scrape section: ACLs (default 100000, quick 10000)")
     add("--scrapes", type=int, help="scrape section: timed scrapes (default 30, quick 5)")
     add("--cell-seconds", type=float, default=120.0, help="time budget per cell (default 120)")
+    add(
+        "--processes",
+        type=int,
+        default=3,
+        help="throughput: server processes with the metrics off, and as many "
+        "with them on; each cell is shared among them (default 3)",
+    )
     return out.parse_args(argv)
 
 

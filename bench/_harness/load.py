@@ -116,6 +116,21 @@ def merge(parts: Sequence[LoadResult]) -> LoadResult:
     )
 
 
+def process_stats(by_process: Sequence[Sequence[LoadResult]]) -> dict[str, Any]:
+    """The rate of each server process of one cell (its rounds merged), and how far apart they are.
+
+    Two processes running the same code differ by up to a few per cent on this machine, steadily over a whole
+    run (where each lands in memory and on the cores); a cell served by several processes averages that out, and
+    ``process_spread`` shows how large it was: a difference between two cells below it is noise."""
+    rates = [merge(parts).rate for parts in by_process]
+    mean = sum(rates) / len(rates) if rates else 0.0
+    return {
+        "process_per_s": [round(x, 1) for x in rates],
+        "processes": " / ".join(f"{x:,.0f}" for x in rates),
+        "process_spread": round((max(rates) - min(rates)) / mean, 3) if mean else None,
+    }
+
+
 def split(items: Sequence[bytes], parts: int) -> list[list[bytes]]:
     """Deal ``items`` round-robin into ``parts`` lists."""
     return [list(items[i::parts]) for i in range(parts)]
