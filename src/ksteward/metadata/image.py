@@ -67,6 +67,15 @@ def _empty() -> Mapping[Any, Any]:
     return _EMPTY
 
 
+_EMPTY_PERSISTENT: immutables.Map[Any, Any] = immutables.Map()
+
+
+def _empty_persistent() -> Mapping[Any, Any]:
+    """The empty start of a section that ``MetadataDelta`` keeps as a persistent map, so that equal images
+    compare equal however they were built."""
+    return _EMPTY_PERSISTENT
+
+
 class PartitionRegistration(NamedTuple):
     """One partition's state (a NamedTuple: a million of them are built when a snapshot loads)."""
 
@@ -270,14 +279,14 @@ class MetadataImage:
     """Registered brokers by id, every registration held as the newest record version."""
     controllers: Mapping[int, RegisterControllerRecord] = field(default_factory=_empty)
     topics: TopicsImage = field(default_factory=TopicsImage)
-    configs: Mapping[ConfigResourceKey, Mapping[str, str]] = field(default_factory=_empty)
-    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_empty)
+    configs: Mapping[ConfigResourceKey, Mapping[str, str]] = field(default_factory=_empty_persistent)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=_empty_persistent)
     producer_ids: int = -1
     """The next producer id block start (ProducerIdsRecord.NextProducerId), -1 if none was assigned."""
     acls: AclsImage = field(default_factory=AclsImage)
-    scram: Mapping[tuple[int, str], UserScramCredentialRecord] = field(default_factory=_empty)
+    scram: Mapping[tuple[int, str], UserScramCredentialRecord] = field(default_factory=_empty_persistent)
     """SCRAM credentials by (mechanism, user name)."""
-    delegation_tokens: Mapping[str, DelegationTokenRecord] = field(default_factory=_empty)
+    delegation_tokens: Mapping[str, DelegationTokenRecord] = field(default_factory=_empty_persistent)
 
     @property
     def is_empty(self) -> bool:
