@@ -57,3 +57,19 @@ def test_one_writer_at_a_time_goes_inline_and_overlapping_writers_share_fsyncs(t
     assert burst_fsyncs <= 3 < burst  # overlapping writes shared fsyncs
     with MetadataLog.open(tmp_path, logger=LOGGER, read_only=True) as log:
         assert sum(len(b.records) for b in log.read(0)) == offset + 1  # every acknowledged batch is in the log
+
+
+def test_every_fsync_is_timed_with_group_commit_off_too(tmp_path: Path) -> None:
+    """``ksteward.metadata.group.commit.enable=false``: one fsync per batch, each in the fsync metrics."""
+
+    async def run() -> tuple[int, int, int]:
+        image, log = load(tmp_path, LOGGER)
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, group_commit=False)
+        for i in range(5):
+            await committer.append([acl(f"one-{i}")])
+        counts = committer.fsyncs, committer.fsync_ms.count, committer.batches_per_fsync.count
+        await committer.close(snapshot=False)
+        log.close()
+        return counts
+
+    assert asyncio.run(run()) == (5, 5, 5)

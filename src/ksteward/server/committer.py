@@ -214,8 +214,11 @@ class GroupCommitter:
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
             # line, before the next one can be written.
+            started = time.perf_counter()
             self._log.flush()
             self.fsyncs += 1
+            self.fsync_ms.observe((time.perf_counter() - started) * 1000)
+            self.batches_per_fsync.observe(1)
             self._publish(self._latest, records)
             future.set_result(last_offset)
             self._maybe_snapshot()
