@@ -28,7 +28,7 @@ from typing import Any
 
 from bench._harness.ceiling import CeilingProcess
 from bench._harness.cpu import Measured
-from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, round_counts, split
+from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, process_stats, round_counts, split
 from bench._harness.report import median, table, warn
 from bench._harness.runner import Benchmark, parser
 from bench._harness.server import ServerProcess
@@ -60,6 +60,7 @@ class Params:
     cell_seconds: float  # time budget of one cell (all its rounds); requests not sent by then are dropped
     connections: tuple[int, ...] = (1, 50)
     mutation_connections: tuple[int, ...] = (50, 1)
+    mutation_processes: int = 3  # servers of each mode, sharing every mutation cell
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Params:
@@ -79,6 +80,7 @@ class Params:
             snapshot_acls=3 * topics,
             snapshot_runs=args.snapshot_runs,
             cell_seconds=args.cell_seconds,
+            mutation_processes=args.mutation_processes,
         )
 
     @property
@@ -212,6 +214,7 @@ MUTATION_COLUMNS = [
     ("mode", "mode"), ("conns", "connections"), ("mutations", "requests"), ("failed", "failed"),
     ("mut/s", "per_s"), ("rounds mut/s", "rounds"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
     ("client CPU s", "client_cpu_s"), ("server CPU s", "server_cpu_s"), ("server us/mut", "server_cpu_us_per_req"),
+    ("processes mut/s", "processes"), ("process spread", "process_spread"),
 ]  # fmt: skip
 RATIO_COLUMNS = [
     ("conns", "connections"), ("group mut/s", "group_per_s"), ("one-by-one mut/s", "one_by_one_per_s"),
@@ -289,37 +292,50 @@ def scram_users_in_log(data_dir: Path) -> tuple[set[str], int]:
 
 async def section_mutations(p: Params, workdir: Path) -> dict[str, Any]:
     salt, salted = scram_credential()
-    servers = {mode: ServerProcess(workdir, mode, overrides=o) for mode, o in MODES.items()}
+    servers = {mode: [ServerProcess(workdir, f"{mode}-{k}", overrides=o) for k in range(p.mutation_processes)]
+               for mode, o in MODES.items()}  # fmt: skip
+    everyone = [s for group in servers.values() for s in group]
     sent: dict[str, list[str]] = {mode: [] for mode in MODES}
     acked: dict[str, set[str]] = {mode: set() for mode in MODES}
-    rounds: dict[tuple[int, str], list[LoadResult]] = {(c, m): [] for c in p.mutation_connections for m in MODES}
+    # results[(connections, mode)][process]: that process's rounds
+    results: dict[tuple[int, str], list[list[LoadResult]]] = {
+        (c, m): [[] for _ in range(p.mutation_processes)] for c in p.mutation_connections for m in MODES
+    }
     verification: dict[str, dict[str, Any]] = {}
     try:
-        await asyncio.gather(*(s.start() for s in servers.values()))
+        await asyncio.gather(*(s.start() for s in everyone))
         for r in range(p.rounds):
             # Alternate which mode goes first, so slow drift of the machine's load hits both alike.
             for i, conns in enumerate(p.mutation_connections):
-                for mode in list(MODES) if (r + i) % 2 == 0 else list(reversed(MODES)):
-                    count = round_counts(p.mutations, p.rounds)[r]
-                    users = [f"bench-{mode}-c{conns}-r{r}-{j:06d}" for j in range(count)]
-                    sent[mode] += users
-                    frames = alter_scram_frames(users, salt, salted)
-                    check = alter_scram_checker(acked[mode])
-                    result = await closed_loop(servers[mode], split(frames, conns), check=check,
-                                               budget_s=p.round_budget_s)  # fmt: skip
-                    rounds[(conns, mode)].append(result)
+                count = round_counts(p.mutations, p.rounds)[r]
+                for k, share in enumerate(round_counts(count, p.mutation_processes)):
+                    for mode in list(MODES) if (r + i + k) % 2 == 0 else list(reversed(MODES)):
+                        users = [f"bench-{mode}-c{conns}-r{r}-p{k}-{j:06d}" for j in range(share)]
+                        sent[mode] += users
+                        frames = alter_scram_frames(users, salt, salted)
+                        check = alter_scram_checker(acked[mode])
+                        result = await closed_loop(servers[mode][k], split(frames, conns), check=check,
+                                                   budget_s=p.round_budget_s / p.mutation_processes)  # fmt: skip
+                        results[(conns, mode)][k].append(result)
             print(f"  round {r + 1}/{p.rounds} done", flush=True)
-        described = {mode: await describe_scram_users(server) for mode, server in servers.items()}
-        await asyncio.gather(*(s.stop() for s in servers.values()))
+        described = {mode: set[str]().union(*[await describe_scram_users(s) for s in group])
+                     for mode, group in servers.items()}  # fmt: skip
+        await asyncio.gather(*(s.stop() for s in everyone))
     finally:
-        for s in servers.values():
+        for s in everyone:
             s.kill()
     cells = []
-    for (conns, mode), parts in rounds.items():
-        row = {"mode": mode, "connections": conns, **cell_stats(merge(parts), parts)}
-        cells.append(row)
-    for mode, server in servers.items():
-        in_log, batches = await asyncio.to_thread(scram_users_in_log, server.data_dir)
+    for (conns, mode), by_process in results.items():
+        rounds = [merge([parts[r] for parts in by_process]) for r in range(p.rounds)]
+        cells.append({"mode": mode, "connections": conns, **cell_stats(merge(rounds), rounds),
+                      **process_stats(by_process)})  # fmt: skip
+    for mode, group in servers.items():
+        in_log: set[str] = set()
+        batches = 0
+        for server in group:
+            names, n = await asyncio.to_thread(scram_users_in_log, server.data_dir)
+            in_log |= names
+            batches += n
         verification[mode] = {
             "mode": mode,
             "sent": len(sent[mode]),
@@ -337,12 +353,15 @@ async def section_mutations(p: Params, workdir: Path) -> dict[str, Any]:
         ratios.append({"connections": conns, "group_per_s": g["per_s"], "one_by_one_per_s": o["per_s"],
                        "ratio": ratio, "group_p50_ms": g["p50_ms"], "one_by_one_p50_ms": o["p50_ms"]})  # fmt: skip
     print()
-    per_round = [sum(round_counts(p.mutations, p.rounds)[r] for _ in p.mutation_connections) for r in range(p.rounds)]
+    # The first process of each mode gets the largest share of every round.
+    per_round = [sum(round_counts(round_counts(p.mutations, p.rounds)[r], p.mutation_processes)[0]
+                     for _ in p.mutation_connections) for r in range(p.rounds)]  # fmt: skip
     users_before = [sum(per_round[:r]) for r in range(p.rounds + 1)]
+    starts = " / ".join(f"{u:,}" for u in users_before[:-1])
     print(table(f"2. Durable mutations: AlterUserScramCredentials v0, one upsertion for a fresh user each "
-                f"({p.mutations:,} per cell in {p.rounds} interleaved rounds; the reply leaves after the fsync). "
-                f"Users per server at the start of each round: {' / '.join(f'{u:,}' for u in users_before[:-1])}, "
-                f"at the end {users_before[-1]:,}", MUTATION_COLUMNS, cells))  # fmt: skip
+                f"({p.mutations:,} per cell in {p.rounds} interleaved rounds, shared by {p.mutation_processes} "
+                f"servers of each mode; the reply leaves after the fsync). Users per server at the start of each "
+                f"round: {starts}, at the end {users_before[-1]:,}", MUTATION_COLUMNS, cells))  # fmt: skip
     print(table("   group commit vs one fsync per batch", RATIO_COLUMNS, ratios))
     print(table("   durability: DescribeUserScramCredentials after the runs; the log on disk after SIGTERM",
                 VERIFY_COLUMNS, list(verification.values())))  # fmt: skip
@@ -353,7 +372,7 @@ async def section_mutations(p: Params, workdir: Path) -> dict[str, Any]:
         if v["acked_not_described"] or v["acked_missing_from_log"]:
             problems.append(f"{mode}: {v['acked_not_described']} acked users not described, "
                             f"{v['acked_missing_from_log']} missing from the log")  # fmt: skip
-        problems += [f"{mode} server log: {line}" for line in servers[mode].log_errors()]
+        problems += [f"{s.name} server log: {line}" for s in servers[mode] for line in s.log_errors()]
     warn(problems)
     return {
         "cells": cells,
@@ -495,6 +514,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
     add("--metadata-topics", type=int, default=0, help="topics (3 partitions each) during section 1 (default 0)")
     add("--mutations", type=int, help="mutations per cell (default 5000, quick 500)")
+    add(
+        "--mutation-processes",
+        type=int,
+        default=3,
+        help="mutations: servers of each mode, sharing every cell "
+        "(default 3: two processes of the same code differ by a few per cent)",
+    )
     add("--snapshot-topics", type=int, help="snapshot size: 10 records per topic (default 100000, quick 10000)")
     add("--snapshot-runs", type=int, default=3, help="server starts from the snapshot (default 3)")
     add("--cell-seconds", type=float, default=120.0, help="time budget per cell of sections 1 and 2 (default 120)")
