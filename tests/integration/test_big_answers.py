@@ -1,6 +1,7 @@
 """Answers too big to build in one go on the event loop (issue 17): a listing of every topic is built in slices,
 DescribeAcls and DeleteAcls of thousands of ACLs are encoded in a worker thread, DescribeConfigs of many topics
-yields between resources. Whatever the path, the answer must be complete and exact, and a client that asked for
+yields between resources, and an answer of over a MiB is written a slice at a time (from its parts, for a
+Metadata listing). Whatever the path, the answer must be complete and exact, and a client that asked for
 the read-your-writes offset still gets it on the thread-encoded DeleteAcls answer."""
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from harness import KstewardServer
 from rawkafka import RawConnection, connect
 
 from ksteward.broker.acls import ACLS_ENCODED_ON_THE_LOOP
-from ksteward.broker.cluster import TOPICS_PER_SLICE
+from ksteward.broker.cluster import JOIN_BELOW_BYTES
 from ksteward.broker.configs import RESOURCES_PER_SLICE
 from ksteward.protocol.apis import ApiKey
 
 ACLS = ACLS_ENCODED_ON_THE_LOOP + 500
-TOPICS = TOPICS_PER_SLICE * 2 + 7
+TOPICS = 1_007  # listed over several of the Metadata handler's time slices
 ANY = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
        "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
 
@@ -76,3 +77,28 @@ def test_thousands_of_acls_described_and_deleted(big_server: KstewardServer) -> 
         assert {m.resource_name for m in result.matching_acls} == {c["resource_name"] for c in creations}
         assert deleted.metadata_offset is not None  # asked for, and added to the thread-encoded frame
         assert conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY).body.resources == ()
+
+
+def test_answers_over_a_mib_are_written_whole_in_slices(big_server: KstewardServer) -> None:
+    """A Metadata listing whose topics take more than ``JOIN_BELOW_BYTES`` stays in parts, and the connection
+    writes it a MiB at a time; a DescribeConfigs answer with the documentation is one bytes object of over a
+    MiB, written the same way. Both must arrive complete and in order."""
+    names = [f"mib-{i:05d}-{'x' * 180}" for i in range(6_000)]  # about 230 bytes of entry each: 1.3 MiB
+    with admin(big_server) as conn:
+        for start in range(0, len(names), 2_000):
+            topics = [{"name": n, "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+                      for n in names[start : start + 2_000]]  # fmt: skip
+            values = {"topics": topics, "validate_only": False, "timeout": datetime.timedelta(seconds=60)}
+            created = conn.request(ApiKey.CREATE_TOPICS, 7, values).body
+            assert {int(t.error_code) for t in created.topics} == {0}
+        listed = conn.request(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False,
+                                                    "include_topic_authorized_operations": False})  # fmt: skip
+        assert len(listed.raw) > max(JOIN_BELOW_BYTES, 1 << 20)
+        assert sorted(t.name for t in listed.body.topics if t.name.startswith("mib-")) == names
+        resources = [{"resource_type": 2, "resource_name": n, "configuration_keys": None} for n in names[:300]]
+        described = conn.request(ApiKey.DESCRIBE_CONFIGS, 4, {"resources": resources, "include_synonyms": True,
+                                                              "include_documentation": True})  # fmt: skip
+        assert len(described.raw) > 1 << 20
+        assert [r.resource_name for r in described.body.results] == names[:300]
+        assert all(int(r.error_code) == 0 and r.configs for r in described.body.results)
+        assert conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})

@@ -49,6 +49,7 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import PreEncoded, Request, decode_request, encode_response, peek_header, response_class
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
+from ksteward.protocol.framing import frame_bytes
 from ksteward.protocol.principal import PrincipalSerdeError, deserialize_principal
 from ksteward.protocol.read_your_writes import UNTAGGED_READS, with_offset_tag
 from ksteward.safe_log import log_failure
@@ -173,7 +174,7 @@ async def _serve_inner(node: Node, ctx: RequestContext, request: Request) -> byt
     # The offset the client may read after, on any broker (ksteward.protocol.read_your_writes).
     offset = None if request.api_key in UNTAGGED_READS else node.image.offset
     if isinstance(response, PreEncoded):
-        frame = response.frame
+        frame = frame_bytes(response.frame)
         if offset is not None and response_class(request.api_key, request.api_version).__header_schema__.__flexible__:
             frame = with_offset_tag(frame, offset)
         return frame[_FRAME_SIZE_BYTES:]

@@ -27,7 +27,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.errors import InvalidRequestError
 from ksteward.protocol.fast_envelope import envelope_response, read_envelope_request_body
 from ksteward.protocol.fast_fetch import fetch_request_body, fetch_response_body
-from ksteward.protocol.framing import frame, request_header_v2
+from ksteward.protocol.framing import FrameParts, frame, request_header_v2
 from ksteward.protocol.read_your_writes import offset_tags, request_min_offset, response_offset
 from ksteward.protocol.schema_walk import check_message, strip_unknown_tags
 
@@ -59,9 +59,9 @@ class UnsupportedApiVersionsRequest:
 
 @dataclass(frozen=True, slots=True)
 class PreEncoded:
-    """A complete response frame a handler encoded itself (see ``fast_describe_acls``)."""
+    """A complete response frame a handler encoded itself (see ``fast_describe_acls``), whole or in parts."""
 
-    frame: bytes
+    frame: bytes | FrameParts
     #: The error codes the frame holds, top level and per entry (the request metrics' ErrorsPerSec).
     error_codes: tuple[int, ...] = ()
 

@@ -19,6 +19,7 @@ import struct
 import uuid
 from collections.abc import Iterable, Sequence
 
+from ksteward.protocol.framing import FrameParts
 from ksteward.protocol.varint import write_uvarint
 
 MAX_VERSION = 13
@@ -137,8 +138,29 @@ def encode_metadata_response(
     cluster_authorized_operations: int,
     error_code: int = 0,
 ) -> bytes:
-    """The whole response frame (size, header, body); ``topics`` are entries from a :class:`TopicEncoder` of
-    the same version."""
+    """The whole response frame (size, header, body) as one ``bytes``: :func:`metadata_response_parts` joined."""
+    return metadata_response_parts(
+        version, correlation_id, brokers=brokers, cluster_id=cluster_id, controller_id=controller_id,
+        topics=topics, cluster_authorized_operations=cluster_authorized_operations, error_code=error_code,
+        topics_size=sum(map(len, topics)),
+    ).joined()  # fmt: skip
+
+
+def metadata_response_parts(
+    version: int,
+    correlation_id: int,
+    *,
+    brokers: Sequence[BrokerEntry],
+    cluster_id: str | None,
+    controller_id: int,
+    topics: Sequence[bytes],
+    cluster_authorized_operations: int,
+    topics_size: int,
+    error_code: int = 0,
+) -> FrameParts:
+    """The whole response frame (size, header, body) in parts, the topics' entries among them as given;
+    ``topics`` are entries from a :class:`TopicEncoder` of the same version, ``topics_size`` their total length
+    (the caller adds it up as it encodes them: no pass over 100,000 entries here)."""
     _check(version)
     flexible = version >= 9
     parts = [_I32.pack(correlation_id) + (b"\x00" if flexible else b"")]
@@ -156,12 +178,15 @@ def encode_metadata_response(
     if version >= 1:
         parts.append(_I32.pack(controller_id))
     parts.append(_count(len(topics), flexible))
-    parts += topics
+    head = b"".join(parts)
+    tail = b""
     if 8 <= version <= 10:
-        parts.append(_I32.pack(cluster_authorized_operations))
+        tail += _I32.pack(cluster_authorized_operations)
     if version >= 13:
-        parts.append(_I16.pack(error_code))
+        tail += _I16.pack(error_code)
     if flexible:
-        parts.append(b"\x00")
-    body = b"".join(parts)
-    return _I32.pack(len(body)) + body
+        tail += b"\x00"
+    out = FrameParts([_I32.pack(len(head) + topics_size + len(tail)) + head])
+    out += topics
+    out.append(tail)
+    return out

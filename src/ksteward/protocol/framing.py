@@ -14,6 +14,19 @@ _HEADER_V2 = struct.Struct(">hhih")  # api key, api version, correlation id, cli
 DEFAULT_MAX_FRAME_BYTES = 104_857_600  # Kafka's socket.request.max.bytes default (100 MiB)
 
 
+class FrameParts(list[bytes]):
+    """A frame as consecutive parts, the size prefix first: a large answer (Metadata of 100,000 topics is
+    12 MiB) is written a slice at a time from its parts, never joined whole on the event loop."""
+
+    def joined(self) -> bytes:
+        return b"".join(self)
+
+
+def frame_bytes(whole: bytes | FrameParts) -> bytes:
+    """``whole`` as one ``bytes``."""
+    return whole if isinstance(whole, bytes) else whole.joined()
+
+
 def frame(payload: bytes) -> bytes:
     """Prefix ``payload`` with its length."""
     return _SIZE.pack(len(payload)) + payload

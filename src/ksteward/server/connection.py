@@ -57,6 +57,7 @@ from ksteward.protocol.connection import (
 )
 from ksteward.protocol.error_responses import error_values
 from ksteward.protocol.errors import ProtocolError
+from ksteward.protocol.framing import FrameParts, frame_bytes
 from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset, with_offset_tag
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
@@ -67,6 +68,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_TIMEOUT_S = 600.0  # Kafka's connections.max.idle.ms
 _READ_BYTES = 65_536  # at most this much is read ahead of the frame being served
+_WRITE_SLICE = 1 << 20  # a larger response is handed to the transport a slice at a time, waiting for it to drain
 
 
 #: A broker-only node's forwarding path (``ControllerChannel.forward``): the client's request in, its end out.
@@ -162,7 +164,7 @@ class Connection:
                 self._busy = True  # a request being served is not idleness; a reader that never reads is
                 started = monotonic() if metrics is not None else 0.0  # loop.time()'s clock: see sent below
                 if isinstance(event, AuthenticationReply):
-                    response: bytes | None = event.frame
+                    response: bytes | FrameParts | None = event.frame
                     self._note_token_login()
                 else:
                     response = await self._serve(event)
@@ -172,8 +174,11 @@ class Connection:
                              self.peer, self.listener.name)  # fmt: skip
                     return
                 handled = monotonic() if metrics is not None else 0.0
-                self.writer.write(response)
-                await self.writer.drain()
+                if type(response) is bytes and len(response) <= _WRITE_SLICE:
+                    self.writer.write(response)
+                    await self.writer.drain()
+                else:
+                    await self._write_in_slices(response)
                 self._last_active = loop.time()
                 if metrics is not None:  # Kafka's RequestChannel.updateRequestMetrics: one row (RequestMetrics.fold)
                     if isinstance(event, Request):
@@ -200,6 +205,31 @@ class Connection:
             if self._idle_timer is not None:
                 self._idle_timer.cancel()
             self.writer.close()
+
+    async def _write_in_slices(self, response: bytes | FrameParts) -> None:
+        """A large response (Metadata of 100,000 topics is 12 MiB) written about ``_WRITE_SLICE`` bytes at a time,
+        waiting for the transport to drain and yielding to the loop in between (a loopback socket may take it all
+        at once, and ``drain`` then returns without a yield): one copy (or one join of its parts) of the whole
+        frame held the loop for tens of ms."""
+        if isinstance(response, bytes):
+            view = memoryview(response)
+            for start in range(0, len(view), _WRITE_SLICE):
+                self.writer.write(view[start : start + _WRITE_SLICE])
+                await self.writer.drain()
+                await asyncio.sleep(0)
+            return
+        batch: list[bytes] = []
+        size = 0
+        for part in response:
+            batch.append(part)
+            size += len(part)
+            if size >= _WRITE_SLICE:
+                self.writer.write(b"".join(batch))
+                await self.writer.drain()
+                await asyncio.sleep(0)
+                batch, size = [], 0
+        self.writer.write(b"".join(batch))
+        await self.writer.drain()
 
     def _note_token_login(self) -> None:
         """Log a delegation-token login once, with the token's requester (the session is its owner)."""
@@ -255,7 +285,7 @@ class Connection:
                  self.listener.name, why, round(timeout * 1000))  # fmt: skip
         self.writer.close()
 
-    async def _serve(self, request: Request | UnsupportedApiVersionsRequest) -> bytes | None:
+    async def _serve(self, request: Request | UnsupportedApiVersionsRequest) -> bytes | FrameParts | None:
         """Run the request's handler and encode its response; None closes the connection."""
         if isinstance(request, UnsupportedApiVersionsRequest):
             response = unsupported_version_response(self.listener.table, self.node)
@@ -324,7 +354,7 @@ class Connection:
         if isinstance(response, PreEncoded):
             if committed is None or not response_class(key, request.api_version).__header_schema__.__flexible__:
                 return response.frame
-            return with_offset_tag(response.frame, committed)
+            return with_offset_tag(frame_bytes(response.frame), committed)
         return encode_response(key, request.api_version, request.correlation_id, response, metadata_offset=committed)
 
     async def _applied(self, offset: int) -> bool:
