@@ -126,9 +126,10 @@ def _encode_topic(encoder: TopicEncoder, image: MetadataImage, name: str, author
     topic = image.topics.by_name[name]
     alive = _alive(image)
     partitions = [
-        (pid, p.leader, p.leader_epoch, p.replicas, p.isr, tuple(r for r in p.replicas if r not in alive))
+        (pid, p.leader, p.leader_epoch, p.replicas, p.isr,
+         () if alive.issuperset(p.replicas) else tuple(r for r in p.replicas if r not in alive))
         for pid, p in sorted(topic.partitions.items())
-    ]
+    ]  # fmt: skip
     return encoder.topic(ErrorCode.none, topic.name, topic.id, topic.name in INTERNAL_TOPICS, partitions,
                          authorized_operations)  # fmt: skip
 
