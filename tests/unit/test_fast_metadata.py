@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import encode_response, response_class
-from ksteward.protocol.fast_metadata import MAX_VERSION, TopicEncoder, encode_metadata_response
+from ksteward.protocol.fast_metadata import MAX_VERSION, TopicEncoder, metadata_response_parts
 
 text = st.text(max_size=10)
 ints = st.lists(st.integers(-1, 5), max_size=4)
@@ -59,11 +59,12 @@ def test_byte_identical_to_kio(
     }  # fmt: skip
     expected = encode_response(ApiKey.METADATA, version, correlation_id, build(response_class(ApiKey.METADATA, version),
                                                                              values))  # fmt: skip
-    actual = encode_metadata_response(
+    parts = metadata_response_parts(
         version, correlation_id, brokers=broker_list, cluster_id=cluster_id, controller_id=controller_id,
-        topics=entries, cluster_authorized_operations=cluster_ops,
+        topics=entries, cluster_authorized_operations=cluster_ops, topics_size=sum(map(len, entries)),
     )  # fmt: skip
-    assert actual == expected
+    assert parts.joined() == expected
+    assert parts[1 : 1 + len(entries)] == entries  # the entries stay as given, between the header and the tail
 
 
 def test_error_entries_have_no_partitions_and_omitted_operations() -> None:

@@ -127,25 +127,6 @@ class TopicEncoder:
         return b"".join(parts)
 
 
-def encode_metadata_response(
-    version: int,
-    correlation_id: int,
-    *,
-    brokers: Sequence[BrokerEntry],
-    cluster_id: str | None,
-    controller_id: int,
-    topics: Sequence[bytes],
-    cluster_authorized_operations: int,
-    error_code: int = 0,
-) -> bytes:
-    """The whole response frame (size, header, body) as one ``bytes``: :func:`metadata_response_parts` joined."""
-    return metadata_response_parts(
-        version, correlation_id, brokers=brokers, cluster_id=cluster_id, controller_id=controller_id,
-        topics=topics, cluster_authorized_operations=cluster_authorized_operations, error_code=error_code,
-        topics_size=sum(map(len, topics)),
-    ).joined()  # fmt: skip
-
-
 def metadata_response_parts(
     version: int,
     correlation_id: int,
