@@ -134,9 +134,6 @@ def _encode_topic(encoder: TopicEncoder, image: MetadataImage, name: str, author
                          authorized_operations)  # fmt: skip
 
 
-_NONE = int(ErrorCode.none)
-
-
 class _Topics:
     """The topics' entries of an answer as they are encoded, with their error codes and total size: a Metadata
     answer of 100,000 topics is put together slice by slice, and nothing passes over all of them at the end
@@ -160,14 +157,13 @@ def _topic_entry(node: Node, ctx: RequestContext, encoder: TopicEncoder, image: 
                  include_ops: bool) -> tuple[int, bytes]:  # fmt: skip
     """(error code, encoded entry) of a topic the caller may describe."""
     if name not in image.topics.by_name:
-        unknown = int(ErrorCode.unknown_topic_or_partition)
-        return unknown, encoder.error(ErrorCode.unknown_topic_or_partition, name, None)
+        return ErrorCode.unknown_topic_or_partition, encoder.error(ErrorCode.unknown_topic_or_partition, name, None)
     if include_ops:
         ops = authorized_operations(node, ctx, ResourceType.TOPIC, name)
-        return _NONE, _encode_topic(encoder, image, name, ops)
+        return ErrorCode.none, _encode_topic(encoder, image, name, ops)
     encoded = _TOPIC_BYTES.get(encoder, image, name)
     assert encoded is not None
-    return _NONE, encoded
+    return ErrorCode.none, encoded
 
 
 def cluster_authorized_operations(node: Node, ctx: RequestContext, requested: bool) -> int:

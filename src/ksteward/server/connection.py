@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from time import monotonic, perf_counter
 from typing import Any
@@ -211,16 +211,15 @@ class Connection:
         waiting for the transport to drain and yielding to the loop in between (a loopback socket may take it all
         at once, and ``drain`` then returns without a yield): one copy (or one join of its parts) of the whole
         frame held the loop for tens of ms."""
-        if isinstance(response, bytes):
+        parts: Iterable[bytes | memoryview]
+        if isinstance(response, bytes):  # one bytes object: its slices, each joined (copied) alone
             view = memoryview(response)
-            for start in range(0, len(view), _WRITE_SLICE):
-                self.writer.write(view[start : start + _WRITE_SLICE])
-                await self.writer.drain()
-                await asyncio.sleep(0)
-            return
-        batch: list[bytes] = []
+            parts = (view[start : start + _WRITE_SLICE] for start in range(0, len(view), _WRITE_SLICE))
+        else:
+            parts = response
+        batch: list[bytes | memoryview] = []
         size = 0
-        for part in response:
+        for part in parts:
             batch.append(part)
             size += len(part)
             if size >= _WRITE_SLICE:
