@@ -3,7 +3,12 @@ codes, and ``metrics.port`` / ``metrics.host``."""
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from ksteward.protocol.apis import ApiKey
@@ -133,3 +138,21 @@ def test_a_large_batch_is_timed_from_a_sample_that_a_repeating_pattern_cannot_fo
     total = metrics.by_api[18].total
     assert total.count == 1_000
     assert total.quantile(0.5) < 2.5  # 1.1 ms: the fast requests are the median, as they are in the traffic
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from((3, 18, 29)), st.integers(0, 3), st.sampled_from(((0,), (0, 3), (), (31, 31)))),
+        max_size=300,
+    )
+)
+def test_a_fold_of_any_batch_counts_as_request_by_request_counting_does(requests: list[Any]) -> None:
+    metrics = RequestMetrics()
+    metrics.pending.extend(_row(key, version, codes, 0.001) for key, version, codes in requests)
+    metrics.fold()
+    for key in {key for key, _, _ in requests} | set(metrics.by_api):
+        mine = [(version, codes) for k, version, codes in requests if k == key]
+        stats = metrics.by_api[key]
+        assert stats.by_version == Counter(version for version, _ in mine)
+        assert stats.errors == Counter(code for _, codes in mine for code in codes)
+        assert stats.total.count == len(mine)
