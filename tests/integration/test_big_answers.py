@@ -2,7 +2,9 @@
 DescribeAcls and DeleteAcls of thousands of ACLs are encoded in a worker thread, DescribeConfigs of many topics
 yields between resources, and an answer of over a MiB is written a slice at a time (from its parts, for a
 Metadata listing). Whatever the path, the answer must be complete and exact, and a client that asked for
-the read-your-writes offset still gets it on the thread-encoded DeleteAcls answer."""
+the read-your-writes offset still gets it on the thread-encoded DeleteAcls answer. A DeleteAcls of thousands
+of ACLs is replayed and applied to the authorizer in worker threads, and its answer still means that the
+deleted ACLs allow nothing any more."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from rawkafka import RawConnection, connect
 from ksteward.broker.acls import ACLS_ENCODED_ON_THE_LOOP
 from ksteward.broker.cluster import JOIN_BELOW_BYTES
 from ksteward.broker.configs import RESOURCES_PER_SLICE
+from ksteward.controller.active import DELETIONS_ON_THE_LOOP
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP
 
 ACLS = ACLS_ENCODED_ON_THE_LOOP + 500
 TOPICS = 1_007  # listed over several of the Metadata handler's time slices
@@ -102,3 +106,33 @@ def test_answers_over_a_mib_are_written_whole_in_slices(big_server: KstewardServ
         assert [r.resource_name for r in described.body.results] == names[:300]
         assert all(int(r.error_code) == 0 and r.configs for r in described.body.results)
         assert conn.request(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+
+
+def test_a_large_deletion_allows_nothing_once_it_is_answered(big_server: KstewardServer) -> None:
+    """alice may describe ``guarded`` through one of thousands of her ACLs. DeleteAcls of them all is replayed,
+    and applied to the authorizer, in worker threads; her next request, sent the moment the answer comes, is
+    denied. (That the answer waits for the authorizer is tested in tests/unit/test_acl_publisher.py: here the
+    answer's own encoding in a thread takes longer than the authorizer's change.)"""
+    fillers = max(DELETIONS_ON_THE_LOOP, ACL_CHANGES_ON_THE_LOOP) * 3
+    alices = [{"resource_type": 2, "resource_name": f"filler-{i}", "resource_pattern_type": 3,
+               "principal": "User:alice", "host": "*", "operation": 8, "permission_type": 3}
+              for i in range(fillers)]  # fmt: skip
+    alices.insert(fillers // 10, {**alices[0], "resource_name": "guarded"})
+    metadata = {"topics": [{"name": "guarded", "topic_id": None}], "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False}  # fmt: skip
+    with admin(big_server) as conn, connect(big_server.address) as alice:
+        assert int(alice.sasl_plain("alice", "alice-secret").body.error_code) == 0
+        created = conn.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": "guarded", "num_partitions": 1,
+            "replication_factor": 1, "assignments": [], "configs": []}], "timeout": datetime.timedelta(seconds=30),
+            "validate_only": False}).body  # fmt: skip
+        assert int(created.topics[0].error_code) == 0
+        for start in range(0, len(alices), 1000):
+            results = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": alices[start : start + 1000]}).body.results
+            assert {int(r.error_code) for r in results} == {0}
+        [topic] = alice.request(ApiKey.METADATA, 12, metadata).body.topics
+        assert int(topic.error_code) == 0  # DESCRIBE through her ACL on guarded
+        filters = {"filters": [{**ANY, "principal_filter": "User:alice"}]}
+        [result] = conn.request(ApiKey.DELETE_ACLS, 3, filters).body.filter_results
+        assert int(result.error_code) == 0 and len(result.matching_acls) == len(alices)
+        [topic] = alice.request(ApiKey.METADATA, 12, metadata).body.topics
+        assert int(topic.error_code) == 29  # TOPIC_AUTHORIZATION_FAILED: no ACL of hers is left

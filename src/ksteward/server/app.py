@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prometheus_client.registry import Collector
 
-from ksteward.authorizer import AclBinding, AuditLogWriter, StandardAuthorizer
+from ksteward.authorizer import AuditLogWriter, StandardAuthorizer
 from ksteward.broker.context import ApiTable
 from ksteward.broker.token_logins import TokenLogins
 from ksteward.configs.resolve import ConfigResolver
@@ -39,14 +39,10 @@ from ksteward.controller.result import ApiError
 from ksteward.controller.topic_requests import CreatedTopicConfig, TopicSettings
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_directories
-from ksteward.metadata.image import MetadataImage, acl_binding
+from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
-from ksteward.metadata.records import (
-    AccessControlEntryRecord,
-    RemoveAccessControlEntryRecord,
-)
 from ksteward.policy import PolicyLoadError
 from ksteward.policy.loader import Policies
 from ksteward.protocol.sasl import (
@@ -59,6 +55,7 @@ from ksteward.protocol.sasl import (
     plain_verifier,
 )
 from ksteward.raft.quorum_state import QuorumStateError, begin_single_voter_epoch
+from ksteward.server.acl_publisher import AclPublisher
 from ksteward.server.api_table import broker_api_table, controller_api_table
 from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.committer import GroupCommitter
@@ -120,7 +117,7 @@ class Server:
         self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
         self._metrics: NodeMetrics | None = None
-        self._metadata_errors = 0  # ACL records the authorizer could not apply (MetadataErrorCount)
+        self._acl_publisher: AclPublisher | None = None  # set with the authorizer
         self._metrics_settings: MetricsSettings | None = None
 
     # --- Node protocol -------------------------------------------------------------------------
@@ -340,7 +337,7 @@ class Server:
         self._controller.on_event_processed = events.processing_ms.observe
         return [
             events,
-            ImageCollector(lambda: self.image, controller=True, errors=lambda: self._metadata_errors),
+            ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors),
             MetadataLogCollector(raft, lambda: committer),
             ControllerMutationCollector(lambda: self._controller.mutation_quotas if self._controller else None),
             PolicyCollector(),
@@ -409,6 +406,10 @@ class Server:
         assert self._committer is not None and self._controller is not None
         return self._controller.configs.resolver(self._committer.latest)
 
+    def _metadata_errors(self) -> int:
+        """ACL records the authorizer could not apply (MetadataErrorCount)."""
+        return 0 if self._acl_publisher is None else self._acl_publisher.errors
+
     def _start_authorizer(self, image: MetadataImage) -> None:
         """Build the authorizer from the loaded image: a snapshot load, which completes the initial load."""
         cfg = self._config
@@ -428,6 +429,7 @@ class Server:
         if len(bindings) < len(image.acls):
             log.warning("ignoring %d ACLs that cannot be evaluated", len(image.acls) - len(bindings))
         self._authorizer.load_snapshot(bindings, offset=image.offset)
+        self._acl_publisher = AclPublisher(self._authorizer)
         audit_dir = cfg.static.get("audit.log.dir", "").strip()
         if audit_dir:
             try:
@@ -441,21 +443,12 @@ class Server:
             except OSError as exc:
                 raise StartupError(f"audit.log.dir {audit_dir}: {exc.strerror or exc}") from None
 
-    def _on_publish(self, image: MetadataImage, records: list[object]) -> None:
-        """Apply a durable batch's ACL changes to the authorizer, in log order, one by one."""
-        auth = self._authorizer
-        if auth is None:
-            return
-        for record in records:
-            if isinstance(record, AccessControlEntryRecord):
-                binding = _binding_or_none(record)
-                if binding is not None:
-                    auth.add_acl(record.id, binding, offset=image.offset)
-                else:
-                    self._metadata_errors += 1
-            elif isinstance(record, RemoveAccessControlEntryRecord):
-                with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
-                    auth.remove_acl(record.id, offset=image.offset)
+    def _on_publish(self, image: MetadataImage, records: list[object]) -> asyncio.Future[None] | None:
+        """Apply a durable batch's ACL changes to the authorizer, in log order (a future while a large one is
+        applied in a worker thread: see ``AclPublisher``)."""
+        if self._acl_publisher is None:
+            return None
+        return self._acl_publisher.publish(image.offset, records)
 
     def _token_settings(self) -> DelegationTokenSettings:
         """The ``delegation.token.*`` keys; a bad value stops the start with one line naming the key."""
@@ -617,16 +610,6 @@ class Server:
             lock.release()
         self._dir_locks = []
         log.info("stopped")
-
-
-def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
-    """The record as a binding; None (logged) for codes no binding can hold, such as ANY in a
-    foreign log. CreateAcls never writes those, and such an ACL could never match a request."""
-    try:
-        return acl_binding(record)
-    except ValueError as exc:
-        log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
-        return None
 
 
 def configured_log_dirs(cfg: ServerConfig) -> list[Path]:

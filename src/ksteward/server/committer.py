@@ -83,7 +83,7 @@ class GroupCommitter:
         epoch: int,
         snapshot_bytes: int,
         group_commit: bool = True,
-        on_publish: Callable[[MetadataImage, list[Any]], None] | None = None,
+        on_publish: Callable[[MetadataImage, list[Any]], asyncio.Future[None] | None] | None = None,
         quorum: bool = False,
         on_durable: Callable[[int], None] | None = None,
         on_append: Callable[[], None] | None = None,
@@ -215,8 +215,7 @@ class GroupCommitter:
             # The baseline group commit is measured against: every batch pays its own fsync, in
             # line, before the next one can be written.
             self._flush_one()
-            self._publish(self._latest, records)
-            future.set_result(last_offset)
+            self._answer_when_published(self._publish(self._latest, records), future, last_offset)
             self._maybe_snapshot()
             return future
         if self._inline_left and not self._flushing and not self._pending:
@@ -242,8 +241,7 @@ class GroupCommitter:
             self._failure = exc
             future.set_exception(RuntimeError("metadata log fsync failed"))
             return
-        self._publish(self._latest, records)
-        future.set_result(last_offset)
+        self._answer_when_published(self._publish(self._latest, records), future, last_offset)
         self._maybe_snapshot()
         self._inline_this_turn = True
         asyncio.get_running_loop().call_soon(self._end_inline_turn)
@@ -302,9 +300,7 @@ class GroupCommitter:
         durable = []
         while self._pending and self._pending[0][0] <= target:
             offset, image, records, fut = self._pending.popleft()
-            self._make_visible(image, records)
-            if not fut.done():
-                fut.set_result(offset)
+            self._answer_when_published(self._make_visible(image, records), fut, offset)
             durable.append((image, records))
         self.batches_per_fsync.observe(len(durable))
         self._solo_flushes = self._solo_flushes + 1 if len(durable) == 1 and not self._pending else 0
@@ -352,9 +348,7 @@ class GroupCommitter:
         committed = []
         while self._uncommitted and self._uncommitted[0][0] < high_watermark:
             offset, image, records, fut = self._uncommitted.popleft()
-            self._make_visible(image, records)
-            if not fut.done():
-                fut.set_result(offset)
+            self._answer_when_published(self._make_visible(image, records), fut, offset)
             committed.append((image, records))
         for image, records in committed:
             self._run_hooks(image, records)
@@ -399,15 +393,35 @@ class GroupCommitter:
         self._publish(image, records)
         self._maybe_snapshot()
 
-    def _publish(self, image: MetadataImage, records: list[Any]) -> None:
+    def _publish(self, image: MetadataImage, records: list[Any]) -> asyncio.Future[None] | None:
         """Make one durable batch visible: readers switch to its image, publishers see its records."""
-        self._make_visible(image, records)
+        applying = self._make_visible(image, records)
         self._run_hooks(image, records)
+        return applying
 
-    def _make_visible(self, image: MetadataImage, records: list[Any]) -> None:
+    def _make_visible(self, image: MetadataImage, records: list[Any]) -> asyncio.Future[None] | None:
+        """Readers switch to ``image`` and ``on_publish`` gets the records. It may finish applying them later
+        (a large ACL change goes to the authorizer in a worker thread): it then returns when that is done."""
         self._published = image
         if self._on_publish is not None:
-            self._on_publish(image, records)
+            return self._on_publish(image, records)
+        return None
+
+    @staticmethod
+    def _answer_when_published(applying: asyncio.Future[None] | None, future: asyncio.Future[int], offset: int) -> None:
+        """Resolve the writer's ``future`` with ``offset`` once the publisher has applied its batch: an answer
+        still means that this node decides with the change (an ACL deleted no longer allows anything here)."""
+        if future.done():
+            return
+        if applying is None or applying.done():
+            future.set_result(offset)
+        else:
+
+            def answer(_: asyncio.Future[None]) -> None:
+                if not future.done():
+                    future.set_result(offset)
+
+            applying.add_done_callback(answer)
 
     def _run_hooks(self, image: MetadataImage, records: list[Any]) -> None:
         for hook in self.publish_hooks:
