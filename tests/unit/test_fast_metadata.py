@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,3 +70,31 @@ def test_byte_identical_to_kio(
 def test_error_entries_have_no_partitions_and_omitted_operations() -> None:
     encoder = TopicEncoder(12)
     assert encoder.error(3, "t", None) == encoder.topic(3, "t", None, False, (), -(2**31))
+
+
+class _Partition(NamedTuple):
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.integers(0, MAX_VERSION), name=text, topic_id=st.none() | st.uuids(), internal=st.booleans(),
+       rows=st.lists(st.tuples(st.integers(0, 50), st.integers(-1, 5), st.integers(-1, 9), ints, ints), max_size=5),
+       live=st.frozensets(st.integers(-1, 5)), ops=i32)  # fmt: skip
+def test_a_topic_from_the_images_partitions_is_the_same_entry(
+    version: int, name: str, topic_id: uuid.UUID | None, internal: bool, rows: list[Any], live: frozenset[int], ops: int
+) -> None:
+    """``registered`` (the partitions as the image holds them, the offline replicas from the live brokers) writes
+    the bytes ``topic`` writes from the rows, which the test above checks against kio; twice, for the kept tails."""
+    partitions = [(i, _Partition(tuple(r), tuple(isr), leader, epoch)) for i, leader, epoch, r, isr in rows]
+    expected = TopicEncoder(version).topic(
+        0, name, topic_id, internal,
+        [(i, p.leader, p.leader_epoch, p.replicas, p.isr, tuple(r for r in p.replicas if r not in live))
+         for i, p in partitions],
+        ops,
+    )  # fmt: skip
+    encoder = TopicEncoder(version)
+    assert encoder.registered(name, topic_id, internal, partitions, live, ops) == expected
+    assert encoder.registered(name, topic_id, internal, partitions, live, ops) == expected

@@ -7,6 +7,8 @@ the metadata offset of the ACL image that was consulted.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ksteward.authorizer import SUPPORTED_OPERATIONS, AclOperation, AuditEvent, AuthorizationResult, ResourceType
 from ksteward.broker.context import Node, RequestContext
 from ksteward.protocol.apis import api_name
@@ -85,3 +87,25 @@ def authorized_operations(node: Node, ctx: RequestContext, resource_type: Resour
             bits |= 1 << int(op)
         return bits
     return auth.authorized_operations(ctx.principal, ctx.client_host, resource_type, resource_name)
+
+
+def listing_filter(
+    node: Node, ctx: RequestContext, operation: AclOperation, resource_type: ResourceType
+) -> Callable[[str], bool]:
+    """``authorize(node, ctx, operation, resource_type, name, log_if_denied=False)`` for each name of a listing
+    (Metadata of every topic asks for thousands): the same decisions and counts, with the arguments bound once.
+    An audited node goes through :func:`authorize` for each name, which writes the allowed ones."""
+    auth = node.authorizer
+    if auth is None:
+        return lambda name: True
+    if node.audit is not None:
+        return lambda name: authorize(node, ctx, operation, resource_type, name, log_if_denied=False)
+    decide, principal, host = auth.authorize, ctx.principal, ctx.client_host
+    allowed_result = AuthorizationResult.ALLOWED
+
+    def allowed(name: str) -> bool:
+        result = decide(principal, host, operation, resource_type, name) is allowed_result
+        _count(ctx, result)
+        return result
+
+    return allowed

@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 from ksteward.protocol.framing import FrameParts
 from ksteward.protocol.varint import write_uvarint
@@ -69,6 +70,19 @@ class _Ints:
         return out
 
 
+class PartitionState(Protocol):
+    """A partition as the metadata image holds it (``PartitionRegistration``): what its entry is written from."""
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+    @property
+    def isr(self) -> tuple[int, ...]: ...
+    @property
+    def leader(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+
+
 class TopicEncoder:
     """Encodes topic entries for one version. Reuse one instance across the topics of a response (it keeps
     the encoded replica lists)."""
@@ -93,7 +107,44 @@ class TopicEncoder:
         partitions: Iterable[PartitionEntry],
         authorized_operations: int,
     ) -> bytes:
-        v, flexible, ints = self.version, self.flexible, self._ints
+        rows = list(partitions)
+        parts = self._head(error_code, name, topic_id, is_internal, len(rows))
+        for index, leader, epoch, replicas, isr, offline in rows:
+            self._partition(parts, index, leader, epoch, tuple(replicas), tuple(isr), tuple(offline))
+        parts.append(self._end(authorized_operations))
+        return b"".join(parts)
+
+    def registered(
+        self,
+        name: str,
+        topic_id: uuid.UUID | None,
+        is_internal: bool,
+        partitions: Sequence[tuple[int, PartitionState]],
+        live_brokers: frozenset[int],
+        authorized_operations: int,
+    ) -> bytes:
+        """:meth:`topic` with no error, for ``(index, partition)`` pairs in index order as the image holds them:
+        the offline replicas are those outside ``live_brokers`` (Kafka's ``getOfflineReplicas``). The same bytes
+        without building a row per partition first: listing 100,000 topics cold took 30% longer that way."""
+        parts = self._head(0, name, topic_id, is_internal, len(partitions))
+        tails = self._tails
+        epochs = self.version >= 7
+        for index, p in partitions:
+            replicas, isr = p.replicas, p.isr
+            offline = () if live_brokers.issuperset(replicas) else tuple(r for r in replicas if r not in live_brokers)
+            tail = tails.get((replicas, isr, offline))
+            if tail is None or not epochs:
+                self._partition(parts, index, p.leader, p.leader_epoch, replicas, isr, offline)
+                continue
+            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, p.leader, p.leader_epoch))
+            parts.append(tail)
+        parts.append(self._end(authorized_operations))
+        return b"".join(parts)
+
+    def _head(
+        self, error_code: int, name: str | None, topic_id: uuid.UUID | None, is_internal: bool, partitions: int
+    ) -> list[bytes]:
+        v, flexible = self.version, self.flexible
         if name is None and v < 12:
             name = ""  # not nullable before v12 (kio writes a null as "")
         parts = [_I16.pack(error_code), _string(name, flexible)]
@@ -101,30 +152,39 @@ class TopicEncoder:
             parts.append(_ZERO_UUID if topic_id is None else topic_id.bytes)
         if v >= 1:
             parts.append(b"\x01" if is_internal else b"\x00")
-        rows = []
-        tails = self._tails
-        for index, leader, epoch, replicas, isr, offline in partitions:
-            # Everything after the leader epoch (the three lists, the tag section) is shared by most partitions.
-            key = (tuple(replicas), tuple(isr), tuple(offline))
-            tail = tails.get(key)
-            if tail is None:
-                tail = ints(replicas) + ints(isr)
-                if v >= 5:
-                    tail += ints(offline)
-                if flexible:
-                    tail += b"\x00"
-                tails[key] = tail
-            if v >= 7:
-                rows.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch) + tail)
-            else:
-                rows.append(_ERR_INDEX_LEADER.pack(0, index, leader) + tail)
-        parts.append(_count(len(rows), flexible))
-        parts += rows
-        if v >= 8:
-            parts.append(_I32.pack(authorized_operations))
-        if flexible:
-            parts.append(b"\x00")
-        return b"".join(parts)
+        parts.append(_count(partitions, flexible))
+        return parts
+
+    def _partition(
+        self,
+        parts: list[bytes],
+        index: int,
+        leader: int,
+        epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...],
+        offline: tuple[int, ...],
+    ) -> None:
+        # Everything after the leader epoch (the three lists, the tag section) is shared by most partitions.
+        key = (replicas, isr, offline)
+        tail = self._tails.get(key)
+        if tail is None:
+            ints = self._ints
+            tail = ints(replicas) + ints(isr)
+            if self.version >= 5:
+                tail += ints(offline)
+            if self.flexible:
+                tail += b"\x00"
+            self._tails[key] = tail
+        if self.version >= 7:
+            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch))
+        else:
+            parts.append(_ERR_INDEX_LEADER.pack(0, index, leader))
+        parts.append(tail)
+
+    def _end(self, authorized_operations: int) -> bytes:
+        end = _I32.pack(authorized_operations) if self.version >= 8 else b""
+        return end + b"\x00" if self.flexible else end
 
 
 def metadata_response_parts(
