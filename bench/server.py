@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness.ceiling import CeilingProcess
-from bench._harness.cpu import Measured
+from bench._harness.cpu import Measured, MeasuredGroup
 from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, process_stats, round_counts, split
 from bench._harness.report import median, table, warn
 from bench._harness.runner import Benchmark, parser
@@ -74,7 +74,7 @@ class Params:
             rounds=args.rounds,
             warmup=200 if quick else 1_000,
             metadata_topics=args.metadata_topics,
-            mutations=args.mutations or (500 if quick else 5_000),
+            mutations=args.mutations or (500 if quick else 15_000),
             snapshot_topics=topics,
             snapshot_configs=3 * topics,
             snapshot_acls=3 * topics,
@@ -121,6 +121,10 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
         build = await build_snapshot_dir(workdir, "requests-data", (port, controller_port), p.metadata_topics, 0, 0)
         data_dir = build.data_dir
     server = ServerProcess(workdir, "requests", data_dir=data_dir, ports=(port, controller_port))
+    # Issue 17's multi-process option, measured before it is chosen: two independent processes, the connections
+    # dealt over them as the kernel deals them over the processes of an SO_REUSEPORT port (each would follow the
+    # metadata log as a broker does). An upper bound: no process here pays for following the log.
+    second = None if p.metadata_topics else ServerProcess(workdir, "requests-2")
     apis: list[tuple[str, bytes, Callable[[bytes], bool] | None]] = [
         ("ApiVersions v3", api_versions_frame(), api_versions_ok),
         ("Metadata v12 (all topics)", metadata_frame(), None),
@@ -128,6 +132,8 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
     ceiling: CeilingProcess | None = None
     try:
         await server.start()
+        if second is not None:
+            await second.start()
         probe = await FrameClient.connect(server.port)
         try:
             av_payload = await probe.request(with_correlation_id(apis[0][1], 1))
@@ -143,6 +149,10 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
         cells: list[tuple[str, bytes, Callable[[bytes], bool] | None, int, Measured]] = [
             (label, frame, check, conns, server) for label, frame, check in apis for conns in p.connections
         ]
+        if second is not None:
+            pair = MeasuredGroup("2 processes", [server, second])
+            cells += [(f"{label}, {TWO_PROCESSES}", frame, check, max(p.connections), pair)
+                      for label, frame, check in apis]  # fmt: skip
         cells += [(CEILING_LABEL, apis[0][1], api_versions_ok, conns, ceiling) for conns in p.connections]
         rounds: dict[int, list[LoadResult]] = {i: [] for i in range(len(cells))}
         for _label, frame, check, conns, target in cells:
@@ -156,9 +166,13 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
                 rounds[index].append(result)
             print(f"  round {r + 1}/{p.rounds} done", flush=True)
         await server.stop()
+        if second is not None:
+            await second.stop()
         await ceiling.stop()
     finally:
         server.kill()
+        if second is not None:
+            second.kill()
         if ceiling is not None:
             await ceiling.stop()
     rows = [
@@ -179,6 +193,8 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
     problems += [f"{r['api']}, {r['connections']} connection(s): stopped by the time budget after "
                  f"{r['requests']:,} requests" for r in rows if r["truncated"]]  # fmt: skip
     problems += [f"server log: {line}" for line in server.log_errors()]
+    if second is not None:
+        problems += [f"second server log: {line}" for line in second.log_errors()]
     warn(problems)
     return {
         "client_model": "asyncio Protocol, closed loop: each connection sends one request and awaits its "
@@ -193,6 +209,7 @@ async def section_requests(p: Params, workdir: Path) -> dict[str, Any]:
 
 
 CEILING_LABEL = "ceiling: pre-encoded ApiVersions"
+TWO_PROCESSES = "2 processes"
 RATIO_TO_CEILING_COLUMNS = [("api", "api"), ("conns", "connections"), ("ksteward req/s", "per_s"),
                             ("ceiling req/s", "ceiling_per_s"), ("ksteward / ceiling", "ratio")]  # fmt: skip
 
@@ -513,7 +530,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--requests-50", type=int, help="requests per cell with 50 connections (default 50000, quick 5000)")
     add("--rounds", type=int, default=3, help="interleaved rounds per cell (default 3)")
     add("--metadata-topics", type=int, default=0, help="topics (3 partitions each) during section 1 (default 0)")
-    add("--mutations", type=int, help="mutations per cell (default 5000, quick 500)")
+    add("--mutations", type=int, help="mutations per cell (default 15000, quick 500)")
     add(
         "--mutation-processes",
         type=int,

@@ -80,3 +80,18 @@ async def timed_in_thread(server: Measured, fn: Callable[[], Any]) -> tuple[Any,
     meter = CpuMeter(server)
     result, wall = await asyncio.to_thread(call)
     return result, {"s": round(wall, 4), **meter.read()}
+
+
+class MeasuredGroup:
+    """Several independent servers measured as one: ``closed_loop`` deals its connections over their ``ports``
+    round-robin, as the kernel deals connections over the processes of one ``SO_REUSEPORT`` port, and their CPU
+    time adds up."""
+
+    def __init__(self, name: str, servers: list[Measured]) -> None:
+        self.name = name
+        self.servers = servers
+        self.port = servers[0].port
+        self.ports = tuple(s.port for s in servers)
+
+    def cpu_seconds(self) -> float:
+        return sum(s.cpu_seconds() for s in self.servers)

@@ -40,9 +40,9 @@ async def closed_loop(
     check: Callable[[bytes], bool] | None = None,
     budget_s: float = 120.0,
 ) -> LoadResult:
-    """Drive ``len(work)`` connections at once; connection ``i`` sends the frames of ``work[i]``
-    one at a time (send, await the response, repeat: one request in flight per connection, as the
-    server handles a connection's requests one by one anyway).
+    """Drive ``len(work)`` connections at once (over the ports of a ``MeasuredGroup`` round-robin); connection
+    ``i`` sends the frames of ``work[i]`` one at a time (send, await the response, repeat: one request in flight
+    per connection, as the server handles a connection's requests one by one anyway).
 
     A response is a success when its correlation id matches the request's and, if given,
     ``check(payload)`` is true; ``check`` runs after the clock stops, so it costs the measurement
@@ -50,7 +50,8 @@ async def closed_loop(
     connection sends another request (``truncated`` says so); one response that takes longer
     than the budget plus a minute is an error.
     """
-    clients = [await FrameClient.connect(server.port) for _ in work]
+    ports = getattr(server, "ports", (server.port,))  # a MeasuredGroup's: connection i goes to ports[i % n]
+    clients = [await FrameClient.connect(ports[i % len(ports)]) for i in range(len(work))]
     go = asyncio.Event()
     samples: list[tuple[list[int], list[bytes]]] = [([], []) for _ in work]
     deadline_ns = 0
