@@ -35,6 +35,7 @@ from ksteward.metadata.records import AccessControlEntryRecord, RemoveAccessCont
 from ksteward.protocol.apis import ApiKey
 from ksteward.raft.leader import RaftLeader
 from ksteward.raft.log_view import MetadataLogView
+from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP
 from ksteward.server.api_table import broker_api_table
 from ksteward.server.metadata_follower import MetadataFollower
 
@@ -418,6 +419,41 @@ def test_the_followers_authorizer_gets_the_acls_added_and_removed_by_the_committ
             assert sorted(b.resource_name for b in authorizer.acls()) == ["b", "c"]
             assert set(follower.image.acls.records) == {ids["b"], ids["c"]}
             assert authorizer.acl_count() == 2
+        finally:
+            await follower.close()
+            leader_log.close()
+
+    asyncio.run(follow())
+
+
+def test_thousands_of_acl_changes_reach_the_followers_authorizer_from_a_worker_thread(tmp_path: Path) -> None:
+    """More than ``ACL_CHANGES_ON_THE_LOOP`` ACL changes in one publish (a large DeleteAcls) are applied to the
+    authorizer in a worker thread, with the result they have on the loop: an ACL removed and one added again."""
+    count = ACL_CHANGES_ON_THE_LOOP + 10
+    ids = [uuid.uuid4() for _ in range(count)]
+    added = [encode_record(AccessControlEntryRecord(id=i, resource_type=i8(2), resource_name=f"t{n}",
+                           pattern_type=i8(3), principal="User:alice", host="*", operation=i8(3),
+                           permission_type=i8(3))) for n, i in enumerate(ids)]  # fmt: skip
+    leader_log = MetadataLog.open(tmp_path / "leader", logger=logging.getLogger("test"))
+    leader_log.append(added, timestamp_ms=1, leader_epoch=1)  # offsets 0 .. count - 1
+    leader_log.append([encode_record(RemoveAccessControlEntryRecord(id=i)) for i in ids], timestamp_ms=2,
+                      leader_epoch=1)  # fmt: skip
+    leader_log.append([_acl_record("t0")], timestamp_ms=3, leader_epoch=1)  # t0 again, under a new id
+    leader_log.flush()
+    connection = _leader_connection(leader_log, hw=count)  # only the additions are committed
+    authorizer = _empty_authorizer()
+
+    async def follow() -> None:
+        follower = _follower(tmp_path, authorizer, connection)
+        try:
+            while follower.image.offset < count - 1:
+                assert await follower._round()
+            assert authorizer.acl_count() == count
+            connection.hw = None  # the removals and the new t0 are committed and published together
+            while follower.image.offset < 2 * count:
+                assert await follower._round()
+            assert [b.resource_name for b in authorizer.acls()] == ["t0"]
+            assert authorizer.acl_count() == len(follower.image.acls) == 1
         finally:
             await follower.close()
             leader_log.close()

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 
 from ksteward.authorizer import AclBinding, StandardAuthorizer
-from ksteward.metadata.image import acl_binding
+from ksteward.metadata.image import acl_binding_or_none
 from ksteward.metadata.records import AccessControlEntryRecord, RemoveAccessControlEntryRecord
 from ksteward.safe_log import log_failure
 
@@ -70,7 +70,7 @@ class AclPublisher:
         auth = self._authorizer
         for record in changes:
             if isinstance(record, AccessControlEntryRecord):
-                binding = _binding_or_none(record)
+                binding = binding_or_none(record)
                 if binding is not None:
                     auth.add_acl(record.id, binding, offset=offset)
                 else:
@@ -80,11 +80,10 @@ class AclPublisher:
                     auth.remove_acl(record.id, offset=offset)
 
 
-def _binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
+def binding_or_none(record: AccessControlEntryRecord) -> AclBinding | None:
     """The record as a binding; None (logged) for codes no binding can hold, such as ANY in a
     foreign log. CreateAcls never writes those, and such an ACL could never match a request."""
-    try:
-        return acl_binding(record)
-    except ValueError as exc:
-        log.warning("ignoring ACL %s that cannot be evaluated: %s", record.id, exc)
-        return None
+    binding = acl_binding_or_none(record)
+    if binding is None:
+        log.warning("ignoring ACL %s that cannot be evaluated", record.id)
+    return binding

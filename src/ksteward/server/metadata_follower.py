@@ -23,14 +23,14 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from itertools import takewhile
 
 from ksteward.authorizer import StandardAuthorizer
 from ksteward.metadata.batch import Batch
 from ksteward.metadata.delta import image_from_records
 from ksteward.metadata.epochs import OffsetAndEpoch
-from ksteward.metadata.image import MetadataImage, acl_binding
+from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import replay_batches
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import (
@@ -42,6 +42,7 @@ from ksteward.metadata.records import (
 from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
+from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP, binding_or_none
 from ksteward.server.collector import collector_paused
 from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
 from ksteward.server.tasks import cancel_and_wait
@@ -229,25 +230,34 @@ class MetadataFollower:
         if hw - before.offset > REPLAYED_ON_THE_LOOP:
             # A large batch (an atomic ACL change of 10^5 ACLs, docs/acl-transactions.md) takes seconds to replay:
             # in a worker thread the loop keeps its turn every switch interval, so this broker's heartbeats and
-            # requests go on. Only this task replays, and it waits here, so the image cannot change meanwhile;
-            # the new image and the authorizer's ACLs still change together, below, in one step of the loop.
+            # requests go on. Only this task replays, and it waits here, so the image cannot change meanwhile.
             after = await asyncio.to_thread(replay_batches, before, batches, None, note)
         else:
             after = replay_batches(before, batches, on_record=note)
         self.image = after
         if self._authorizer is None or after.acls is before.acls:
             return
+        if len(touched) > ACL_CHANGES_ON_THE_LOOP:
+            # Thousands of ACL changes (a large DeleteAcls) in a worker thread, as on a combined node
+            # (server/acl_publisher.py): the authorizer is made for that, and this task waits, so the next
+            # batches' changes come after these.
+            await asyncio.to_thread(self._update_authorizer, touched, before, after)
+        else:
+            self._update_authorizer(touched, before, after)
+
+    def _update_authorizer(
+        self, touched: Iterable[uuid.UUID | None], before: MetadataImage, after: MetadataImage
+    ) -> None:
+        """The authorizer's ACLs from ``before``'s to ``after``'s, for the ids the replayed records named."""
+        assert self._authorizer is not None
         old, new = before.acls.records, after.acls.records
         for acl_id in [i for i in touched if i in old and i not in new]:
             with contextlib.suppress(KeyError):  # an ACL skipped as unevaluable
                 self._authorizer.remove_acl(acl_id, offset=after.offset)
         for acl_id in [i for i in touched if i in new and i not in old]:
-            try:
-                binding = acl_binding(new[acl_id])
-            except ValueError as exc:
-                log.warning("ignoring ACL %s that cannot be evaluated: %s", acl_id, exc)
-                continue
-            self._authorizer.add_acl(acl_id, binding, offset=after.offset)
+            binding = binding_or_none(new[acl_id])
+            if binding is not None:
+                self._authorizer.add_acl(acl_id, binding, offset=after.offset)
 
     def _load_snapshot(self, snapshot: OffsetAndEpoch) -> MetadataImage:
         """The snapshot delta: a new image from the snapshot alone (returned), and the authorizer's ACL set
