@@ -156,7 +156,7 @@ def _topic_entry(node: Node, ctx: RequestContext, encoder: TopicEncoder, image: 
         return ErrorCode.unknown_topic_or_partition, encoder.error(ErrorCode.unknown_topic_or_partition, name, None)
     if include_ops:
         ops = authorized_operations(node, ctx, ResourceType.TOPIC, name)
-        return ErrorCode.none, _encode_topic(encoder, image, image.topics.by_name[name], ops)
+        return _NONE, _encode_topic(encoder, image, image.topics.by_name[name], ops)
     encoded = _TOPIC_BYTES.get(encoder, image, name)
     assert encoded is not None
     return _NONE, encoded

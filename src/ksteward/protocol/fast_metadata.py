@@ -109,8 +109,11 @@ class TopicEncoder:
     ) -> bytes:
         rows = list(partitions)
         parts = self._head(error_code, name, topic_id, is_internal, len(rows))
+        epochs = self.version >= 7
         for index, leader, epoch, replicas, isr, offline in rows:
-            self._partition(parts, index, leader, epoch, tuple(replicas), tuple(isr), tuple(offline))
+            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch) if epochs
+                         else _ERR_INDEX_LEADER.pack(0, index, leader))  # fmt: skip
+            parts.append(self._tail(tuple(replicas), tuple(isr), tuple(offline)))
         parts.append(self._end(authorized_operations))
         return b"".join(parts)
 
@@ -132,12 +135,9 @@ class TopicEncoder:
         for index, p in partitions:
             replicas, isr = p.replicas, p.isr
             offline = () if live_brokers.issuperset(replicas) else tuple(r for r in replicas if r not in live_brokers)
-            tail = tails.get((replicas, isr, offline))
-            if tail is None or not epochs:
-                self._partition(parts, index, p.leader, p.leader_epoch, replicas, isr, offline)
-                continue
-            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, p.leader, p.leader_epoch))
-            parts.append(tail)
+            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, p.leader, p.leader_epoch) if epochs
+                         else _ERR_INDEX_LEADER.pack(0, index, p.leader))  # fmt: skip
+            parts.append(tails.get((replicas, isr, offline)) or self._tail(replicas, isr, offline))
         parts.append(self._end(authorized_operations))
         return b"".join(parts)
 
@@ -155,17 +155,9 @@ class TopicEncoder:
         parts.append(_count(partitions, flexible))
         return parts
 
-    def _partition(
-        self,
-        parts: list[bytes],
-        index: int,
-        leader: int,
-        epoch: int,
-        replicas: tuple[int, ...],
-        isr: tuple[int, ...],
-        offline: tuple[int, ...],
-    ) -> None:
-        # Everything after the leader epoch (the three lists, the tag section) is shared by most partitions.
+    def _tail(self, replicas: tuple[int, ...], isr: tuple[int, ...], offline: tuple[int, ...]) -> bytes:
+        """A partition's entry after its leader epoch (the three lists, the tag section), kept: most partitions
+        share a handful (never empty: the counts are always written)."""
         key = (replicas, isr, offline)
         tail = self._tails.get(key)
         if tail is None:
@@ -176,11 +168,7 @@ class TopicEncoder:
             if self.flexible:
                 tail += b"\x00"
             self._tails[key] = tail
-        if self.version >= 7:
-            parts.append(_ERR_INDEX_LEADER_EPOCH.pack(0, index, leader, epoch))
-        else:
-            parts.append(_ERR_INDEX_LEADER.pack(0, index, leader))
-        parts.append(tail)
+        return tail
 
     def _end(self, authorized_operations: int) -> bytes:
         end = _I32.pack(authorized_operations) if self.version >= 8 else b""
