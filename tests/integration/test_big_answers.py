@@ -12,6 +12,8 @@ import datetime
 from collections.abc import Iterator
 
 import pytest
+from acl_clients import Acl, Confluent
+from clients import Auth, confluent_admin
 from harness import KstewardServer
 from rawkafka import RawConnection, connect
 
@@ -24,6 +26,8 @@ from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP
 
 ACLS = ACLS_ENCODED_ON_THE_LOOP + 500
 TOPICS = 1_007  # listed over several of the Metadata handler's time slices
+ADMIN = Auth("PLAIN", "admin", "admin-secret")
+ALICE = Auth("PLAIN", "alice", "alice-secret")
 ANY = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1, "principal_filter": None,
        "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
 
@@ -109,30 +113,23 @@ def test_answers_over_a_mib_are_written_whole_in_slices(big_server: KstewardServ
 
 
 def test_a_large_deletion_allows_nothing_once_it_is_answered(big_server: KstewardServer) -> None:
-    """alice may describe ``guarded`` through one of thousands of her ACLs. DeleteAcls of them all is replayed,
-    and applied to the authorizer, in worker threads; her next request, sent the moment the answer comes, is
-    denied. (That the answer waits for the authorizer is tested in tests/unit/test_acl_publisher.py: here the
-    answer's own encoding in a thread takes longer than the authorizer's change.)"""
+    """alice may describe ``guarded`` through one of thousands of her ACLs. A DeleteAcls of them all, through
+    confluent-kafka, is replayed and applied to the authorizer in worker threads; alice's next Metadata, sent the
+    moment the answer comes, no longer lists the topic. (That the answer waits for the authorizer is tested in
+    tests/unit/test_acl_publisher.py: here the answer's own encoding in a thread takes longer than the change.)"""
+    from confluent_kafka.admin import NewTopic
+
     fillers = max(DELETIONS_ON_THE_LOOP, ACL_CHANGES_ON_THE_LOOP) * 3
-    alices = [{"resource_type": 2, "resource_name": f"filler-{i}", "resource_pattern_type": 3,
-               "principal": "User:alice", "host": "*", "operation": 8, "permission_type": 3}
-              for i in range(fillers)]  # fmt: skip
-    alices.insert(fillers // 10, {**alices[0], "resource_name": "guarded"})
-    metadata = {"topics": [{"name": "guarded", "topic_id": None}], "allow_auto_topic_creation": False,
-                "include_topic_authorized_operations": False}  # fmt: skip
-    with admin(big_server) as conn, connect(big_server.address) as alice:
-        assert int(alice.sasl_plain("alice", "alice-secret").body.error_code) == 0
-        created = conn.request(ApiKey.CREATE_TOPICS, 7, {"topics": [{"name": "guarded", "num_partitions": 1,
-            "replication_factor": 1, "assignments": [], "configs": []}], "timeout": datetime.timedelta(seconds=30),
-            "validate_only": False}).body  # fmt: skip
-        assert int(created.topics[0].error_code) == 0
-        for start in range(0, len(alices), 1000):
-            results = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": alices[start : start + 1000]}).body.results
-            assert {int(r.error_code) for r in results} == {0}
-        [topic] = alice.request(ApiKey.METADATA, 12, metadata).body.topics
-        assert int(topic.error_code) == 0  # DESCRIBE through her ACL on guarded
-        filters = {"filters": [{**ANY, "principal_filter": "User:alice"}]}
-        [result] = conn.request(ApiKey.DELETE_ACLS, 3, filters).body.filter_results
-        assert int(result.error_code) == 0 and len(result.matching_acls) == len(alices)
-        [topic] = alice.request(ApiKey.METADATA, 12, metadata).body.topics
-        assert int(topic.error_code) == 29  # TOPIC_AUTHORIZATION_FAILED: no ACL of hers is left
+    alices: list[Acl] = [("TOPIC", f"filler-{i}", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW")
+                         for i in range(fillers)]  # fmt: skip
+    alices.insert(fillers // 10, ("TOPIC", "guarded", "LITERAL", "User:alice", "*", "DESCRIBE", "ALLOW"))
+    admin = confluent_admin(big_server.bootstrap, ADMIN)
+    admin.create_topics([NewTopic("guarded", 1, 1)])["guarded"].result(30)
+    acls = Confluent(big_server.bootstrap)
+    acls.create(ADMIN, alices)
+    alice = confluent_admin(big_server.bootstrap, ALICE)
+    assert alice.list_topics(topic="guarded", timeout=10).topics["guarded"].error is None
+    [deleted] = acls.delete(ADMIN, [("TOPIC", None, None, "User:alice", None, None, None)])
+    assert deleted == set(alices)
+    guarded = alice.list_topics(topic="guarded", timeout=10).topics["guarded"]
+    assert guarded.error is not None and guarded.error.code() == 29  # TOPIC_AUTHORIZATION_FAILED
