@@ -234,16 +234,16 @@ class MetadataFollower:
             after = await asyncio.to_thread(replay_batches, before, batches, None, note)
         else:
             after = replay_batches(before, batches, on_record=note)
+        if self._authorizer is not None and after.acls is not before.acls:
+            if len(touched) > ACL_CHANGES_ON_THE_LOOP:
+                # Thousands of ACL changes (a large DeleteAcls) in a worker thread, as on a combined node
+                # (server/acl_publisher.py): the authorizer is made for that, and this task waits, so the next
+                # batches' changes come after these.
+                await asyncio.to_thread(self._update_authorizer, touched, before, after)
+            else:
+                self._update_authorizer(touched, before, after)
+        # Only now: a read that waits for this offset (read-your-writes) finds the authorizer holding its ACLs.
         self.image = after
-        if self._authorizer is None or after.acls is before.acls:
-            return
-        if len(touched) > ACL_CHANGES_ON_THE_LOOP:
-            # Thousands of ACL changes (a large DeleteAcls) in a worker thread, as on a combined node
-            # (server/acl_publisher.py): the authorizer is made for that, and this task waits, so the next
-            # batches' changes come after these.
-            await asyncio.to_thread(self._update_authorizer, touched, before, after)
-        else:
-            self._update_authorizer(touched, before, after)
 
     def _update_authorizer(
         self, touched: Iterable[uuid.UUID | None], before: MetadataImage, after: MetadataImage
