@@ -16,7 +16,7 @@ from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
 from ksteward.metadata.loader import load
 from ksteward.metadata.records import AccessControlEntryRecord
-from ksteward.server.committer import GroupCommitter
+from ksteward.server.committer import INLINE_FLUSHES_PER_PROBE, SOLO_FLUSHES_BEFORE_INLINE, GroupCommitter
 
 LOGGER = logging.getLogger("test")
 
@@ -108,3 +108,41 @@ def test_a_high_watermark_that_passes_a_batch_before_its_local_fsync_answers_it_
         log.close()
 
     asyncio.run(run())
+
+
+def test_a_leader_with_one_writer_at_a_time_fsyncs_in_line_and_overlapping_writes_share_fsyncs(tmp_path: Path) -> None:
+    """As with one voter (test_group_commit_modes), but the fsync in line runs one loop turn after the append, once
+    the followers' Fetch answers are written, and a write is still answered only under the high watermark."""
+
+    async def run() -> tuple[list[bool], list[bool], int, int]:
+        image, log = load(tmp_path, LOGGER)
+        durable: list[int] = []
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True, on_durable=durable.append)
+        committer.activate(1)
+        durable_next_turn, answered_before_hw = [], []
+        for offset in range(SOLO_FLUSHES_BEFORE_INLINE + INLINE_FLUSHES_PER_PROBE + 2):
+            future = committer.append([acl(f"solo-{offset}")])
+            await asyncio.sleep(0)  # the turn the woken Fetches are answered in; an fsync in line follows them
+            durable_next_turn.append(bool(durable) and durable[-1] == offset + 1)
+            await _until(lambda end=offset + 1: durable and durable[-1] == end, "durable")
+            answered_before_hw.append(future.done())
+            committer.advance_high_watermark(offset + 1)
+            assert await future == offset
+        fsyncs_before = committer.fsyncs
+        burst = [committer.append([acl(f"burst-{i}")]) for i in range(20)]  # in one turn of the loop
+        end = committer.latest.offset + 1
+        await _until(lambda: durable[-1] == end, "the burst durable")
+        committer.advance_high_watermark(end)
+        await asyncio.gather(*burst)
+        burst_fsyncs = committer.fsyncs - fsyncs_before
+        await committer.close(snapshot=False)
+        log.close()
+        return durable_next_turn, answered_before_hw, burst_fsyncs, len(burst)
+
+    durable_next_turn, answered_before_hw, burst_fsyncs, burst = asyncio.run(run())
+    solo = SOLO_FLUSHES_BEFORE_INLINE
+    assert durable_next_turn[:solo] == [False] * solo  # through the worker thread until the pattern is seen
+    assert durable_next_turn[solo : solo + INLINE_FLUSHES_PER_PROBE] == [True] * INLINE_FLUSHES_PER_PROBE
+    assert durable_next_turn[solo + INLINE_FLUSHES_PER_PROBE] is False  # the probe goes through the thread
+    assert not any(answered_before_hw)  # durable here is not committed
+    assert burst_fsyncs <= 3 < burst  # overlapping writes went back to sharing fsyncs in the thread

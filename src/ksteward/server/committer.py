@@ -31,6 +31,8 @@ only then is its image published and its future resolved. :meth:`abandon` ends a
 future fails with ``NotControllerError`` (the outcome is unknown: a new leader may still commit the batch) and
 ``latest`` goes back to the last committed image (Kafka's ``QuorumController.renounce`` reverting to
 ``lastStableOffset``). With one voter (the default) durable is committed, and nothing of this runs.
+The leader's fsync is handed over one loop turn after the append, once the woken followers' Fetch answers are
+written; one writer at a time is fsynced in line there, by the same rule as above (``_start_flush_soon``).
 """
 
 from __future__ import annotations
@@ -248,11 +250,14 @@ class GroupCommitter:
 
     def _flush_one(self) -> None:
         """fsync, on the loop, what is appended (one batch), timed into the fsync metrics."""
+        self._fsync_on_loop()
+        self.batches_per_fsync.observe(1)
+
+    def _fsync_on_loop(self) -> None:
         started = time.perf_counter()
         self._log.flush()
         self.fsyncs += 1
         self.fsync_ms.observe((time.perf_counter() - started) * 1000)
-        self.batches_per_fsync.observe(1)
 
     def _end_inline_turn(self) -> None:
         self._inline_this_turn = False
@@ -261,10 +266,29 @@ class GroupCommitter:
         """quorum mode: hand the fsync over once the woken followers' Fetch answers are written (they run first:
         their tasks were woken before this was scheduled), so that the worker thread does not take the GIL
         from the loop while it encodes them (Kafka's leader, too, flushes after releasing the parked fetches)."""
-        if self._pending:
-            self._start_flush()
-        else:  # the leadership ended in between
+        if not self._pending:  # the leadership ended in between
             self._flushing = False
+        elif self._inline_left and len(self._pending) == 1:
+            self._inline_left -= 1
+            self._flush_inline_in_quorum()
+        else:
+            if len(self._pending) > 1:  # writes overlap: share fsyncs in the thread, and probe often again after
+                self._inline_left = self._solo_flushes = 0
+                self._inline_run = INLINE_FLUSHES_PER_PROBE
+            self._start_flush()
+
+    def _flush_inline_in_quorum(self) -> None:
+        """quorum mode, one writer at a time: the batch fsynced on the loop, right after the followers' Fetch
+        answers left (it runs after them: see :meth:`_start_flush_soon`). Its fsync overlaps theirs as the
+        thread's did, without the thread's handoff: the wake-up of the worker, the GIL passed back and forth and
+        the loop woken again when it is done cost the leader a fifth of its CPU a commit (bench/README.md)."""
+        target = self._pending[-1][0]
+        try:
+            self._fsync_on_loop()
+        except BaseException as exc:
+            self._fail_writes(exc)
+            return
+        self._durable_in_quorum(target)
 
     def _start_flush(self) -> None:
         """fsync everything appended so far in a worker thread; :meth:`_flushed` runs on the loop when it is done.
@@ -283,19 +307,14 @@ class GroupCommitter:
             self._flushing = False
             return
         failure = done.exception() if not done.cancelled() else asyncio.CancelledError()
-        if failure is not None:  # an fsync failure is fatal for writes, as in Kafka
-            log.critical("metadata log fsync failed; refusing further writes: %s", failure)
-            self._failure = failure
-            self._flushing = False
-            while self._pending:
-                _, _, _, fut = self._pending.popleft()
-                if not fut.done():
-                    fut.set_exception(RuntimeError("metadata log fsync failed"))
+        if failure is not None:
+            self._fail_writes(failure)
             return
         self.fsyncs += 1
         self.fsync_ms.observe((time.perf_counter() - started) * 1000)
         if self._quorum:
-            self._durable_in_quorum(target)
+            count = self._durable_in_quorum(target)
+            self._note_solo(count)
             return
         durable = []
         while self._pending and self._pending[0][0] <= target:
@@ -303,12 +322,7 @@ class GroupCommitter:
             self._answer_when_published(self._make_visible(image, records), fut, offset)
             durable.append((image, records))
         self.batches_per_fsync.observe(len(durable))
-        self._solo_flushes = self._solo_flushes + 1 if len(durable) == 1 and not self._pending else 0
-        if self._solo_flushes >= SOLO_FLUSHES_BEFORE_INLINE:
-            self._inline_left = self._inline_run
-            self._inline_run = min(self._inline_run * 2, MAX_INLINE_FLUSHES_PER_PROBE)
-        elif not self._solo_flushes:  # writes overlap: after the next quiet spell, probe often again
-            self._inline_run = INLINE_FLUSHES_PER_PROBE
+        self._note_solo(len(durable))
         # The hooks (the Raft leader waking parked fetches) run after every waiting request was resolved,
         # so the event loop writes the clients' answers before it encodes the followers' fetch responses.
         for image, records in durable:
@@ -319,7 +333,27 @@ class GroupCommitter:
         else:
             self._flushing = False
 
-    def _durable_in_quorum(self, target: int) -> None:
+    def _fail_writes(self, failure: BaseException) -> None:
+        """An fsync failed: fatal for writes, as in Kafka. Every waiting write fails."""
+        log.critical("metadata log fsync failed; refusing further writes: %s", failure)
+        self._failure = failure
+        self._flushing = False
+        while self._pending:
+            _, _, _, fut = self._pending.popleft()
+            if not fut.done():
+                fut.set_exception(RuntimeError("metadata log fsync failed"))
+
+    def _note_solo(self, durable: int) -> None:
+        """After an fsync in the thread that made ``durable`` batches durable: after enough in a row that made one
+        batch durable each, with nothing else waiting, the next ones are fsynced in line (the module docstring)."""
+        self._solo_flushes = self._solo_flushes + 1 if durable == 1 and not self._pending else 0
+        if self._solo_flushes >= SOLO_FLUSHES_BEFORE_INLINE:
+            self._inline_left = self._inline_run
+            self._inline_run = min(self._inline_run * 2, MAX_INLINE_FLUSHES_PER_PROBE)
+        elif not self._solo_flushes:  # writes overlap: after the next quiet spell, probe often again
+            self._inline_run = INLINE_FLUSHES_PER_PROBE
+
+    def _durable_in_quorum(self, target: int) -> int:
         """quorum mode: the batches up to ``target`` are durable here; they wait for the high watermark. Before
         ``activate`` only the epoch's LeaderChange batch is written here: its future means durable, and the
         quorum driver publishes it with the records before it once committed (``publish_committed``)."""
@@ -340,6 +374,7 @@ class GroupCommitter:
             self._on_durable(target + 1)
         if self.active:  # the high watermark may have passed these batches before they were durable here
             self.advance_high_watermark(self._high_watermark)
+        return count
 
     def advance_high_watermark(self, high_watermark: int) -> None:
         """quorum mode: every durable batch below ``high_watermark`` (exclusive) is committed: publish it and
