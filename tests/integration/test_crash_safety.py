@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from pathlib import Path
 
 import pytest
 from harness import FAULT_CYCLES, KstewardServer, fault_rng
 from rawkafka import ConnectionClosed, RawConnection, connect
 
+from ksteward.controller.active import DELETIONS_ON_THE_LOOP
 from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.codec import decode_response
 
 SALT = b"crash-test-salt"
 SALTED = hashlib.pbkdf2_hmac("sha256", b"pw", SALT, 4096)
@@ -138,4 +141,71 @@ def test_damaged_tail_is_cut_and_earlier_batches_survive(server_factory, damage:
         _alter_pair(conn, 100)
     server.restart()
     assert {"u100-a", "u100-b"} <= _users(server)
+    server.stop()
+
+
+LARGE_DELETION = 2 * DELETIONS_ON_THE_LOOP + 1  # replayed and encoded in a worker thread, written as one batch
+
+
+def _principal_filter(principal: str) -> dict[str, object]:
+    return {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+            "principal_filter": principal, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+
+
+def _sasl_admin(server: KstewardServer) -> RawConnection:
+    conn = connect(server.address, timeout=60)
+    assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
+    return conn
+
+
+def _create_acls_of(conn: RawConnection, principal: str) -> None:
+    creations = [{"resource_type": 2, "resource_name": f"t-{i}", "resource_pattern_type": 3, "principal": principal,
+                  "host": "*", "operation": 3, "permission_type": 3} for i in range(LARGE_DELETION)]  # fmt: skip
+    for start in range(0, len(creations), 1000):
+        results = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": creations[start : start + 1000]}).body.results
+        assert {int(r.error_code) for r in results} == {0}
+
+
+def _acls_of(conn: RawConnection, principal: str) -> int:
+    described = conn.request(ApiKey.DESCRIBE_ACLS, 3, _principal_filter(principal)).body
+    assert int(described.error_code) == 0
+    return sum(len(r.acls) for r in described.resources)
+
+
+def test_kill_minus_9_during_a_large_acl_deletion_leaves_all_of_it_or_none(server_factory) -> None:  # type: ignore[no-untyped-def]
+    """A DeleteAcls of more than ``DELETIONS_ON_THE_LOOP`` ACLs is matched, replayed and encoded in a worker thread
+    and written as one batch. SIGKILL at a random point of it (a seeded delay after the request is sent, up to
+    1.5 x the time an equal deletion just took): after the restart the ACLs are all there or all gone, and all
+    gone when the deletion was answered. FAULT_CYCLES times on the same data directory."""
+    rng = fault_rng("kill -9 during a large DeleteAcls")
+    server = server_factory("sasl").start()
+    outcomes = []
+    for cycle in range(FAULT_CYCLES):
+        victim, timed = f"User:victim-{cycle}", f"User:timed-{cycle}"
+        with _sasl_admin(server) as conn:
+            _create_acls_of(conn, victim)
+            _create_acls_of(conn, timed)
+            started = time.monotonic()
+            [result] = conn.request(ApiKey.DELETE_ACLS, 3, {"filters": [_principal_filter(timed)]}).body.filter_results
+            took = time.monotonic() - started
+            assert int(result.error_code) == 0 and len(result.matching_acls) == LARGE_DELETION
+            cid = conn.send_request(ApiKey.DELETE_ACLS, 3, {"filters": [_principal_filter(victim)]})
+            time.sleep(rng.uniform(0, 1.5 * took))  # the kill point, not a wait for anything
+            server.kill()
+            try:
+                response = decode_response(ApiKey.DELETE_ACLS, 3, conn.read_frame())
+            except (ConnectionClosed, OSError):
+                answered = False
+            else:
+                assert response.correlation_id == cid
+                [result] = response.body.filter_results
+                assert int(result.error_code) == 0 and len(result.matching_acls) == LARGE_DELETION
+                answered = True
+        server.start()
+        with _sasl_admin(server) as conn:
+            left = _acls_of(conn, victim)
+        assert left in (0, LARGE_DELETION), f"a part of one deletion batch survived the crash: {left} ACLs"
+        assert not (answered and left), "an answered deletion was lost by the crash"
+        outcomes.append("answered" if answered else "deleted, unanswered" if not left else "not deleted")
+    print("outcomes:", outcomes)
     server.stop()
