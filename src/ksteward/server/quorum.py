@@ -14,10 +14,7 @@ and what depends on it, and a voter's ``FlushLog`` (fsync) is done before the vo
   (``server.controller_quorum``): claim, renounce, commit;
 - ``LeaderChanged``: logged.
 
-Timers: one task sleeps until ``next_deadline_ms`` (woken sooner only by an event that moves it earlier) and
-calls ``tick``. A follower's next Fetch is sent by the task that handled the last answer, in the same step.
-When a high watermark move answers the leader's writers, a voter's Fetch already waiting in that turn of the
-loop is handled after them (Kafka completes the append purgatory before the fetch purgatory).
+Timers: one task sleeps until ``next_deadline_ms`` (or an event that may change it) and calls ``tick``.
 Requests: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot from the listener go to
 ``handle_request``; a Fetch the leader parks waits until the served (durable) end passes its offset, the high
 watermark moves, ``max_wait_ms`` passes or the leadership ends (Kafka completes parked fetches on a high
@@ -176,14 +173,7 @@ class QuorumDriver:
             request_timeout_s=self._config.request_timeout_ms / 1000,
         )
         self._started = asyncio.Event()
-        # The timer task sleeps on ``_timer_wake`` until ``_timer_due_ms``; it is woken early only when the
-        # voter's deadline moves before that (``_poke_timer``), not after every event.
-        self._timer_wake: asyncio.Future[None] | None = None
-        self._timer_due_ms = 0
-        # Set in the event-loop turn in which a high watermark move answered writers (``_answer_writers_first``).
-        self._writers_answered = False
-        # While a Fetch answer is handled: the next Fetch the voter sends, for the same task to send (``_call``).
-        self._next_fetch: list[SendRequest] | None = None
+        self._wake = asyncio.Event()  # the timer loop re-reads the deadline
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
         self._progress: set[asyncio.Future[None]] = set()
         self._observer_progress: set[asyncio.Future[None]] = set()
@@ -211,7 +201,7 @@ class QuorumDriver:
                 self._perform(self.voter.begin_shutdown(_now_ms(), SHUTDOWN_TIMEOUT_MS))
                 deadline = time.monotonic() + SHUTDOWN_TIMEOUT_MS / 1000
                 while not self.voter.shutdown_complete(_now_ms()) and time.monotonic() < deadline:
-                    self._poke_timer(force=True)
+                    self._wake.set()
                     await asyncio.sleep(0.02)
         await cancel_and_wait(self._timer)
         for task in list(self._tasks):
@@ -223,8 +213,6 @@ class QuorumDriver:
     async def handle_request(self, api_key: int, api_version: int, request: Any, listener: str) -> Any:
         """A Raft request from a peer or a broker: the voter's answer, after its actions were carried out."""
         await self._started.wait()
-        if self._writers_answered and api_key == ApiKey.FETCH:
-            await asyncio.sleep(0)  # the writers just answered go first (_answer_writers_first)
         response, actions = self.voter.handle_request(api_key, api_version, request, listener, _now_ms())
         self._perform(actions)
         if isinstance(response, ParkedFetch):
@@ -275,50 +263,19 @@ class QuorumDriver:
                 waiter.set_result(None)
 
     async def _run_timers(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
-            now = _now_ms()
-            delay_ms = min(max(self.voter.next_deadline_ms() - now, 0), 1000)
-            if delay_ms > 0:
-                self._timer_due_ms = now + delay_ms
-                wake = self._timer_wake = loop.create_future()
-                timeout = loop.call_later(delay_ms / 1000, _resolve, wake)
-                try:
-                    await wake
-                finally:
-                    timeout.cancel()
-                    self._timer_wake = None
-            else:
-                await asyncio.sleep(0)  # due already: still let the loop run between ticks
+            self._wake.clear()
+            delay = max(self.voter.next_deadline_ms() - _now_ms(), 0) / 1000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), min(delay, 1.0))
             try:
                 self._perform(self.voter.tick(_now_ms()))
             except Exception:  # a bug in one tick must not stop elections for good
                 log.exception("raft tick failed")
                 await asyncio.sleep(self._config.retry_backoff_ms / 1000)
 
-    def _poke_timer(self, *, force: bool = False) -> None:
-        """Wake the timer task if the voter's deadline is now before the one it sleeps until ("earlier is
-        harmless" for ``tick``: a deadline that moved later is met by a tick that finds nothing to do). Waking
-        it after every event cost a task, a timer and a turn of the loop per Fetch on each voter."""
-        wake = self._timer_wake
-        if wake is not None and not wake.done() and (force or self.voter.next_deadline_ms() < self._timer_due_ms):
-            wake.set_result(None)
-
-    def _answer_writers_first(self) -> None:
-        """A high watermark move answered writers: their tasks were woken, and they go before a voter's Fetch
-        that was already waiting in this turn of the loop (``handle_request`` yields once for it), as Kafka's
-        leader completes its append purgatory before its fetch purgatory (``onUpdateLeaderHighWatermark``).
-        Handled first, that Fetch (from the second follower, which no longer counts for this commit) held the
-        client's answer by its own handling time."""
-        if not self._writers_answered:
-            self._writers_answered = True
-            asyncio.get_running_loop().call_soon(self._end_writers_turn)
-
-    def _end_writers_turn(self) -> None:
-        self._writers_answered = False
-
     # --- carrying out the voter's actions ---------------------------------------------------------------
-    def _perform(self, actions: list[VoterAction], *, poke: bool = True) -> None:
+    def _perform(self, actions: list[VoterAction]) -> None:
         if self._deferred_hw is not None and any(isinstance(a, (BecameLeader, LostLeadership)) for a in actions):
             self._apply_deferred()  # the image the controller claims (or keeps) holds every committed record
         for action in actions:
@@ -341,14 +298,11 @@ class QuorumDriver:
                 self._notify_progress()
             elif isinstance(action, HighWatermarkUpdated):
                 self._role.on_high_watermark(action.offset)
-                if self.voter.leader_id == self._node_id:
-                    self._answer_writers_first()
                 self._notify_progress()
             elif isinstance(action, LeaderChanged):
                 pass  # logged below, with the state it leads to
         self._log_state()
-        if poke:
-            self._poke_timer()
+        self._wake.set()
 
     def _log_state(self) -> None:
         voter = self.voter
@@ -362,39 +316,26 @@ class QuorumDriver:
                  old_state or "starting", _why(old_state, old_epoch, voter.kind.value, voter.epoch))  # fmt: skip
 
     def _send(self, action: SendRequest) -> None:
-        if self._next_fetch is not None and action.api_key == ApiKey.FETCH and not self._next_fetch:
-            self._next_fetch.append(action)  # sent by the task that handles the Fetch answer, in this step
-            return
         task = asyncio.get_running_loop().create_task(self._call(action), name=f"raft-send-{action.request_id}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _call(self, action: SendRequest | None) -> None:
-        """Send ``action``'s request and hand its answer to the voter. A follower's next Fetch, which the voter
-        asks for while its last Fetch answer is handled, is sent by the same task at once rather than by a new
-        one a turn of the loop later."""
+    async def _call(self, action: SendRequest) -> None:
+        lane = FETCH_LANE if action.api_key in (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT) else ELECTION_LANE
         # The voter times an unanswered request out itself; a late answer is still handed over (it ignores it).
         timeout_s = self._config.request_timeout_ms / 1000 + 1.0
-        while action is not None:
-            lane = FETCH_LANE if action.api_key in (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT) else ELECTION_LANE
-            response = await self._peers.call(action.destination, action.api_key, action.api_version, action.body,
-                                              lane=lane, timeout_s=timeout_s)  # fmt: skip
-            sent, action = action, None
-            try:
-                if response is None:
-                    await asyncio.sleep(self._config.retry_backoff_ms / 1000)
-                    self._perform(self.voter.handle_request_failure(sent.request_id, _now_ms()))
-                elif sent.api_key == ApiKey.FETCH:
-                    self._next_fetch = []
-                    try:
-                        self._on_fetch_answer(sent.request_id, response)
-                    finally:  # sent even if handling the answer failed: the voter counts it in flight
-                        chained, self._next_fetch = self._next_fetch, None
-                        action = chained[0] if chained else None
-                else:
-                    self._perform(self.voter.handle_response(sent.request_id, response, _now_ms()))
-            except Exception:
-                log.exception("raft: handling the answer to %s failed", ApiKey(sent.api_key).name)
+        response = await self._peers.call(action.destination, action.api_key, action.api_version, action.body,
+                                          lane=lane, timeout_s=timeout_s)  # fmt: skip
+        try:
+            if response is None:
+                await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+                self._perform(self.voter.handle_request_failure(action.request_id, _now_ms()))
+            elif action.api_key == ApiKey.FETCH:
+                self._on_fetch_answer(action.request_id, response)
+            else:
+                self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
+        except Exception:
+            log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
 
     def _on_fetch_answer(self, request_id: int, response: Any) -> None:
         """A Fetch answer: append and fsync it, send the next Fetch at once (the voter deferred it until the log
@@ -403,8 +344,7 @@ class QuorumDriver:
         Fetch, not for this node's image."""
         actions = self.voter.handle_response(request_id, response, _now_ms())
         committed = [a for a in actions if isinstance(a, HighWatermarkUpdated)]
-        # Not poked in between: the deadline is "now" until the tick right after sends the next Fetch.
-        self._perform([a for a in actions if not isinstance(a, HighWatermarkUpdated)], poke=False)
+        self._perform([a for a in actions if not isinstance(a, HighWatermarkUpdated)])
         self._perform(self.voter.tick(_now_ms()))
         if committed:
             self._defer_apply(committed[-1])
@@ -452,11 +392,6 @@ def build_quorum_driver(
     role.on_active.append(lambda _epoch: _spawn(controller.bootstrap(None), "controller-activation"))
     return QuorumDriver(config, cluster_id=cluster_id, metadata_log=metadata_log, role=role, endpoints=endpoints,
                         sasl_plain=controller_login(config))  # fmt: skip
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
 
 
 _background: set[asyncio.Task[Any]] = set()
