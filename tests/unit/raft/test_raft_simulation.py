@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 
 import pytest
-from raft_sim import Cluster
+from raft_sim import Cluster, Node
+
+from ksteward.raft.election import StateKind
 
 SEEDS = int(os.environ.get("KSTEWARD_RAFT_SIM_SEEDS", "25"))
 
@@ -164,4 +167,67 @@ def test_can_recover_from_single_node_committed_data_loss(seed: int) -> None:
     cluster.start(victim)
     target = cluster.max_hw() + 10
     cluster.run_until(lambda: cluster.all_reached(target))
+    _finish(cluster)
+
+
+class _LockstepCluster(Cluster):
+    """Every message takes exactly 1 ms and none is lost: nothing in the network breaks a tie between voters."""
+
+    def _deliver(self, source: int, destination: int, deliver: Callable[[Node], None]) -> None:
+        if (source, destination) in self.blocked:
+            return
+        incarnation = self.nodes[destination].incarnation
+
+        def arrive() -> None:
+            node = self.nodes[destination]
+            if node.alive and node.incarnation == incarnation and (source, destination) not in self.blocked:
+                deliver(node)
+
+        self._schedule(1, arrive)
+
+
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_a_split_vote_after_simultaneous_fetch_timeouts_is_broken_by_the_random_timeouts(seed: int) -> None:
+    """Two followers whose fetch timeouts fire in the same millisecond (in lockstep since the start, as the
+    processes of a real quorum are when every Fetch answer reaches both at once) each grant the other's pre-vote
+    (KIP-996 lets a Prospective voter grant one), so both become candidates of the next epoch and split the vote.
+    Only their randomized election timeouts and back-offs break the tie (``QuorumState.randomElectionTimeoutMs``,
+    ``KafkaRaftClient.binaryExponentialElectionBackoffMs``): a leader of a later epoch is elected within one more
+    election timeout, its back-off and a few round trips, and the high watermark moves on."""
+    cluster = _LockstepCluster(seed, 3, 0)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    old = _leader_id(cluster)
+    epoch = cluster.nodes[old].voter.epoch  # type: ignore[union-attr]
+    followers = [cluster.nodes[i] for i in cluster.voter_ids if i != old]
+    cluster.kill(old)
+    expiry = cluster.now + 1
+    for node in followers:
+        voter = node.voter
+        assert voter is not None and voter.kind is StateKind.FOLLOWER
+        voter._fetch_deadline = expiry  # the same millisecond for both
+        cluster._reschedule_tick(node)
+    candidates: set[tuple[int, int]] = set()  # (node, epoch) of every candidacy seen
+
+    def elected() -> bool:
+        for node in followers:
+            voter = node.voter
+            if voter is not None and voter.kind is StateKind.CANDIDATE:
+                candidates.add((node.node_id, voter.epoch))
+        leader = cluster.leader()
+        return leader is not None and leader.voter is not None and leader.voter.epoch > epoch
+
+    cluster.run_until(elected)
+    took_ms = cluster.now - expiry
+    split = {(a, b) for a, e in candidates for b, f in candidates if a != b and e == f == epoch + 1}
+    assert split, f"both followers were candidates of epoch {epoch + 1}: the vote was split ({sorted(candidates)})"
+    leader = cluster.leader()
+    assert leader is not None and leader.voter is not None and leader.voter.epoch >= epoch + 2
+    # The split's candidacies end at their election timeouts (at most 2 T); the first to end backs off (at most
+    # the back-off maximum), runs a pre-vote and a vote (a few ms each) and wins, unless the two timeouts fall
+    # within a round trip of each other and split again: then one more round.
+    config = cluster.config
+    one_round = 2 * config.election_timeout_ms + config.election_backoff_max_ms + 20
+    assert took_ms <= 2 * one_round, (took_ms, sorted(candidates))
+    target = cluster.max_hw() + 10
+    cluster.run_until(lambda: cluster.all_reached(target, [n.node_id for n in followers]))
     _finish(cluster)
