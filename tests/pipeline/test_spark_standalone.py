@@ -22,7 +22,7 @@ import pytest
 from metadata_logs import write_history
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from spark_cluster import Standalone, spark_env, spark_home
+from spark_cluster import Standalone, spark_home
 
 from ksteward.cli.main import main
 
@@ -104,7 +104,7 @@ def local_outputs(spark: SparkSession, inputs: Path) -> Path:
 
 def drive(cluster: Standalone, cwd: Path, *args: str) -> list[int]:
     """Run ``spark_cluster.py`` as a driver process on the cluster; its commands' exit codes."""
-    done = subprocess.run([sys.executable, str(DRIVER), cluster.url, *args], cwd=cwd, env=spark_env(),
+    done = subprocess.run([sys.executable, str(DRIVER), cluster.url, *args], cwd=cwd, env=cluster.env(),
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert done.returncode == 0 and done.stdout.strip(), done.stderr[-4000:]
     codes: list[int] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -143,7 +143,7 @@ def test_spark_submit_runs_the_audit_in_utc_whatever_the_hosts_zone(
     import ksteward.pipeline.spark_submit as submit
 
     [_, audit, *_] = commands("submitted")
-    env = spark_env(TZ="Asia/Kolkata")
+    env = cluster.env(TZ="Asia/Kolkata")
     done = subprocess.run(
         [str(spark_home() / "bin" / "spark-submit"), "--master", cluster.url, submit.__file__, *audit[1:]],
         cwd=inputs, env=env, capture_output=True, text=True, timeout=900,
