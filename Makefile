@@ -36,8 +36,9 @@ run: $(STAMP)
 cluster: $(STAMP)
 	$(VENV)/bin/ksteward cluster up
 
+# --durations: the 25 slowest tests at the end of the log, to keep the suite's time in view (README).
 test: dev
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # The long fault runs: every kill-and-restart test 20 times at seeded random points, and the Raft
 # simulation over 100 seeds per scenario (docs/testing.md).
