@@ -265,11 +265,17 @@ class Cluster:
             if node.alive and node.incarnation == incarnation and (source, destination) not in self.blocked:
                 deliver(node)
 
+        delay = self._transit_ms()
+        if delay is not None:
+            self._schedule(delay, arrive)
+
+    def _transit_ms(self) -> int | None:
+        """How long one message takes, or None when it is lost on the way."""
         roll = self.rng.random()
         if roll < self.loss:
-            return  # lost on the way
+            return None
         # Mostly 1-5 ms; a tail of slow deliveries reorders messages and lets replicas lag.
-        self._schedule(self.rng.randint(1, 5) if roll > self.slow else self.rng.randint(5, 250), arrive)
+        return self.rng.randint(1, 5) if roll > self.slow else self.rng.randint(5, 250)
 
     def _send_request(
         self, source: Node, destination: int, api_key: int, version: int, body: Any, request_id: int

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
 
 import pytest
-from raft_sim import Cluster, Node
+from raft_sim import Cluster
 
 from ksteward.raft.election import StateKind
 
@@ -173,17 +172,8 @@ def test_can_recover_from_single_node_committed_data_loss(seed: int) -> None:
 class _LockstepCluster(Cluster):
     """Every message takes exactly 1 ms and none is lost: nothing in the network breaks a tie between voters."""
 
-    def _deliver(self, source: int, destination: int, deliver: Callable[[Node], None]) -> None:
-        if (source, destination) in self.blocked:
-            return
-        incarnation = self.nodes[destination].incarnation
-
-        def arrive() -> None:
-            node = self.nodes[destination]
-            if node.alive and node.incarnation == incarnation and (source, destination) not in self.blocked:
-                deliver(node)
-
-        self._schedule(1, arrive)
+    def _transit_ms(self) -> int | None:
+        return 1
 
 
 @pytest.mark.parametrize("seed", range(SEEDS))
