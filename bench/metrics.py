@@ -1,8 +1,10 @@
-"""Metrics benchmarks: request throughput with the metrics endpoint on and off, and one scrape of a large node.
+"""Metrics benchmarks: request throughput and instructions per request with the metrics on and off; one scrape of a
+large node.
 
-    .venv/bin/python -m bench.metrics            # both sections (about 3 minutes on 2 cores)
+    .venv/bin/python -m bench.metrics            # every section (about 8 minutes on 2 cores)
     .venv/bin/python -m bench.metrics --quick    # smoke test (about 40 seconds)
     .venv/bin/python -m bench.metrics --only scrape
+    .venv/bin/python -m bench.metrics --only instructions   # needs valgrind (about 5 minutes)
 
 Prints one table per section and writes ``bench/results/metrics.json``.
 
@@ -18,6 +20,11 @@ Prints one table per section and writes ``bench/results/metrics.json``.
    the authorizer and the metrics on. After some requests of each kind, ``/metrics`` is scraped
    ``--scrapes`` times, one after the other; each scrape is timed from the request's first byte to the
    response's last. Goal: at most 50 ms.
+3. ``instructions``: a metrics-off and a metrics-on server under valgrind's callgrind (``_harness/callgrind``),
+   the same ApiVersions v3 and DescribeAcls v3 requests on 50 connections to each, and the user-space
+   instructions each executes per request (median of rounds). Where the machine's noise swamps a few per cent of
+   CPU time, this count does not move; off / on is the throughput ratio if time followed instructions. Skipped
+   when valgrind is not installed.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._harness import callgrind
 from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, process_stats, round_counts, split
 from bench._harness.report import median, table, warn
 from bench._harness.runner import Benchmark, parser
@@ -59,6 +67,9 @@ class Params:
     scrapes: int  # scrape section: timed scrapes
     cell_seconds: float
     processes: int  # server processes of each kind (metrics off, on), sharing each cell
+    instr_requests: int  # instructions section: requests per round
+    instr_rounds: int
+    instr_warmup: int
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Params:
@@ -76,6 +87,9 @@ class Params:
             scrapes=args.scrapes or (5 if quick else 30),
             cell_seconds=args.cell_seconds,
             processes=args.processes,
+            instr_requests=1_000 if quick else 6_000,
+            instr_rounds=2 if quick else 3,
+            instr_warmup=500 if quick else 2_000,
         )
 
 
@@ -295,9 +309,65 @@ async def section_scrape(p: Params, workdir: Path) -> dict[str, Any]:
             "snapshot": {"records": build.records, "bytes": build.bytes}}  # fmt: skip
 
 
+# --- 3. instructions per request, metrics on and off -----------------------------------------------------
+
+INSTRUCTION_COLUMNS = [
+    ("api", "api"), ("conns", "connections"), ("requests", "requests"), ("off instr/req", "off"),
+    ("on instr/req", "on"), ("on / off", "ratio"), ("throughput bound", "bound"),
+]  # fmt: skip
+
+
+async def section_instructions(p: Params, workdir: Path) -> dict[str, Any]:
+    """The same requests to a metrics-off and a metrics-on server under callgrind: user-space instructions
+    per request, which do not move with the machine's load as its CPU time does."""
+    reason = callgrind.missing()
+    if reason is not None:
+        print(f"\n3. Instructions per request: skipped, {reason}")
+        return {"skipped": reason}
+    [port] = free_ports(1)
+    servers = {"off": callgrind.CallgrindServer(workdir, "instructions-off", overrides=AUTHORIZER),
+               "on": callgrind.CallgrindServer(workdir, "instructions-on",
+                                               overrides={**AUTHORIZER, "metrics.port": str(port)})}  # fmt: skip
+    apis = [("ApiVersions v3", api_versions_frame(), api_versions_ok),
+            ("DescribeAcls v3", describe_acls_frame(), describe_acls_ok)]  # fmt: skip
+    conns = 50
+    rows = []
+    try:
+        await asyncio.gather(*(s.start(timeout=900.0) for s in servers.values()))
+        for label, frame, check in apis:
+            per_request: dict[str, list[float]] = {"off": [], "on": []}
+            warm = [with_correlation_id(frame, -1 - i) for i in range(p.instr_warmup)]
+            frames = [with_correlation_id(frame, i) for i in range(p.instr_requests)]
+            for mode, server in servers.items():
+                await closed_loop(server, split(warm, conns), check=check, budget_s=1800.0)
+                for _ in range(p.instr_rounds):
+                    await server.instructions()
+                    result = await closed_loop(server, split(frames, conns), check=check, budget_s=1800.0)
+                    if result.ok != len(frames):
+                        raise RuntimeError(f"{label}, metrics {mode}: {result.ok} of {len(frames)} answered")
+                    per_request[mode].append(await server.instructions() / len(frames))
+            off, on = median(per_request["off"]), median(per_request["on"])
+            rows.append({"api": label, "connections": conns, "requests": p.instr_requests * p.instr_rounds,
+                         "off": round(off), "on": round(on), "ratio": round(on / off, 4),
+                         "bound": round(off / on, 3), "rounds_off": [round(x) for x in per_request["off"]],
+                         "rounds_on": [round(x) for x in per_request["on"]]})  # fmt: skip
+        await asyncio.gather(*(s.stop(timeout=600.0) for s in servers.values()))
+    finally:
+        for s in servers.values():
+            s.kill()
+    print()
+    title = (f"3. Instructions per request under callgrind (user space; median of {p.instr_rounds} rounds of "
+             f"{p.instr_requests} requests after {p.instr_warmup} to warm up; no scrape). 'throughput bound': "
+             "off / on, the throughput ratio if time followed instructions")  # fmt: skip
+    print(table(title, INSTRUCTION_COLUMNS, rows))
+    problems = [f"{s.name} server log: {line}" for s in servers.values() for line in s.log_errors()]
+    warn(problems)
+    return {"rows": rows, "problems": problems}
+
+
 # --- main ---------------------------------------------------------------------------------------------
 
-SECTIONS = {"throughput": section_throughput, "scrape": section_scrape}
+SECTIONS = {"throughput": section_throughput, "scrape": section_scrape, "instructions": section_instructions}
 BENCHMARK = Benchmark("metrics", "metrics", section_timeout_s=None)
 
 
