@@ -3,8 +3,8 @@ exporter rules turn its MBeans into Prometheus series, so that an operator's Kaf
 
 One :class:`NodeMetrics` per node: its own ``CollectorRegistry`` (never prometheus-client's global one), the
 request path's recorders, and the endpoint. Each part of the node adds its collector with :meth:`NodeMetrics.add`:
-a later series (forwarding queue and remote times, replication lag) is one more collector. docs/metrics.md lists
-every series with the Kafka MBean it stands for.
+a later series (forwarding queue and remote times, replication lag) is one more collector. The README's
+"Metrics" section lists every series with the Kafka MBean it stands for.
 """
 
 from __future__ import annotations

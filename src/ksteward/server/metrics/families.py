@@ -4,7 +4,7 @@ The rules (``kafka-metrics.yaml`` in strimzi/strimzi-kafka-operator, ``lowercase
 Yammer metric ``kafka.<domain>:type=<T>,name=<N>`` ``kafka_<domain>_<t>_<n>`` (``PerSec`` meters: ``..._total``;
 histograms: the percentiles as ``quantile`` labels plus ``_count``), and a Kafka metric
 ``kafka.server:type=<group>,<tags>`` attribute ``<attr>`` ``kafka_server_<group>_<attr>`` with ``-`` as ``_``.
-docs/metrics.md lists every series.
+The README's "Metrics" section lists every series (docs/metrics.md: how the endpoint is built).
 """
 
 from __future__ import annotations
