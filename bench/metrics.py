@@ -1,10 +1,10 @@
 """Metrics benchmarks: request throughput and instructions per request with the metrics on and off; one scrape of a
 large node.
 
-    .venv/bin/python -m bench.metrics            # every section (about 8 minutes on 2 cores)
-    .venv/bin/python -m bench.metrics --quick    # smoke test (about 40 seconds)
+    .venv/bin/python -m bench.metrics            # every section (about 6-7 minutes on 2 cores)
+    .venv/bin/python -m bench.metrics --quick    # smoke test (about 5 minutes, 4 of them under valgrind)
     .venv/bin/python -m bench.metrics --only scrape
-    .venv/bin/python -m bench.metrics --only instructions   # needs valgrind (about 5 minutes)
+    .venv/bin/python -m bench.metrics --only instructions   # needs valgrind (about 4-5 minutes)
 
 Prints one table per section and writes ``bench/results/metrics.json``.
 
@@ -378,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    out = parser(__doc__, "metrics", "smoke test with small counts (about 40 seconds)")
+    out = parser(__doc__, "metrics", "smoke test with small counts (about 5 minutes, 4 of them under valgrind)")
     add = out.add_argument
     add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable)")
     add("--requests-1", type=int, help="requests per cell with 1 connection (default 40000, quick 2000)")
