@@ -8,14 +8,20 @@ large node.
 
 Prints one table per section and writes ``bench/results/metrics.json``.
 
-1. ``throughput``: servers identical but for ``metrics.port``, ``--processes`` of each (3 by default):
-   ApiVersions v3 and DescribeAcls v3 (the StandardAuthorizer on, so every DescribeAcls is one authorization
-   and one error code), with 1 and 50 connections, closed loop. Two processes running the same code differ by
-   up to a few per cent on this machine, steadily over a run, so each cell is shared by all the processes of
-   its kind; its ``process spread`` column shows how far apart they were. Cells are interleaved round by round
-   and process by process (off, on, off, on, ...; the other way round every second time). While a metrics-on
-   server is loaded, its ``/metrics`` is scraped once a second, as a busy Prometheus would. Goal: metrics on
-   at most 5% slower.
+1. ``throughput``: ApiVersions v3 and DescribeAcls v3 (the StandardAuthorizer on, so every DescribeAcls is one
+   authorization and one error code), with 1 and 50 connections, closed loop, in ``--blocks`` blocks. Each block
+   starts three fresh servers identical but for ``metrics.port``: ``off-a`` and ``off-b`` with the metrics off,
+   ``on`` with them on. For each (api, connections) every server serves two short cells, in an order turned
+   round in the middle of the block (off-a, off-b, on, on, off-b, off-a, the first server moving on each
+   block), and the block gives one ratio: on / the mean of the two offs. The figure is the geometric mean of
+   the blocks' ratios with a 95% bootstrap interval over the blocks. Why blocks of fresh servers: on this
+   machine one server's rate moves by a tenth from one second to the next, and two processes running the same
+   code differ steadily by a few per cent, so long cells on a few long-lived servers gave ratios from 0.88 to
+   1.04 for the same code; short cells side by side cancel the machine's moments, and a new trio each block
+   turns the processes' differences into noise the interval covers. ``off-b / off-a`` in every block is an A/A
+   control: the same measure between servers that differ in nothing. While the ``on`` server is loaded, its
+   ``/metrics`` is scraped once a second of its load, as a busy Prometheus would. Goal: metrics on at most 5%
+   slower (a ratio of at least 0.95).
 2. ``scrape``: a server started from a snapshot of 10,000 topics (3 partitions each) and 100,000 ACLs, with
    the authorizer and the metrics on. After some requests of each kind, ``/metrics`` is scraped
    ``--scrapes`` times, one after the other; each scrape is timed from the request's first byte to the
@@ -38,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness import callgrind
-from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, process_stats, round_counts, split
-from bench._harness.report import median, table, warn
+from bench._harness.load import LoadResult, cell_stats, closed_loop, merge, split
+from bench._harness.report import median, ratio_interval, table, warn
 from bench._harness.runner import Benchmark, parser
 from bench._harness.server import ServerProcess
 from bench._harness.snapshot import build_snapshot_dir
@@ -57,16 +63,14 @@ ANY = 1
 class Params:
     quick: bool
     sections: tuple[str, ...]
-    requests_1: int  # requests per cell with 1 connection
-    requests_50: int  # requests per cell with 50 connections
-    rounds: int
-    warmup: int
+    blocks: int  # throughput: blocks of three fresh servers
+    cell_1: int  # throughput: requests per cell with 1 connection
+    cell_50: int  # throughput: requests per cell with 50 connections
+    warmup: int  # throughput: requests to each server of a block before its cells, per (api, connections)
     scrape_interval_s: float  # scrapes of the metrics-on server while its cells run
     topics: int  # scrape section: topics in the snapshot (3 partitions each)
     acls: int  # scrape section: ACLs in the snapshot
     scrapes: int  # scrape section: timed scrapes
-    cell_seconds: float
-    processes: int  # server processes of each kind (metrics off, on), sharing each cell
     instr_requests: int  # instructions section: requests per round
     instr_rounds: int
     instr_warmup: int
@@ -77,16 +81,14 @@ class Params:
         return cls(
             quick=quick,
             sections=tuple(args.only or SECTIONS),
-            requests_1=args.requests_1 or (2_000 if quick else 40_000),
-            requests_50=args.requests_50 or (10_000 if quick else 300_000),
-            rounds=args.rounds,
+            blocks=args.blocks or (3 if quick else 30),
+            cell_1=args.cell_1 or (300 if quick else 1_500),
+            cell_50=args.cell_50 or (2_000 if quick else 8_000),
             warmup=200 if quick else 1_000,
             scrape_interval_s=args.scrape_interval,
             topics=args.topics if args.topics is not None else (1_000 if quick else 10_000),
             acls=args.acls if args.acls is not None else (10_000 if quick else 100_000),
             scrapes=args.scrapes or (5 if quick else 30),
-            cell_seconds=args.cell_seconds,
-            processes=args.processes,
             instr_requests=1_000 if quick else 6_000,
             instr_rounds=2 if quick else 3,
             instr_warmup=500 if quick else 2_000,
@@ -158,101 +160,132 @@ class Scraper:
 # --- 1. throughput with the metrics on and off ------------------------------------------------------------
 
 CELL_COLUMNS = [
-    ("api", "api"), ("conns", "connections"), ("metrics", "metrics"), ("requests", "requests"), ("failed", "failed"),
-    ("req/s", "per_s"), ("rounds req/s", "rounds"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
-    ("server us/req", "server_cpu_us_per_req"), ("client us/req", "client_cpu_us_per_req"),
-    ("processes req/s", "processes"), ("process spread", "process_spread"),
+    ("api", "api"), ("conns", "connections"), ("server", "metrics"), ("requests", "requests"), ("failed", "failed"),
+    ("req/s", "per_s"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"), ("server us/req", "server_cpu_us_per_req"),
+    ("client us/req", "client_cpu_us_per_req"),
 ]  # fmt: skip
 RATIO_COLUMNS = [
-    ("api", "api"), ("conns", "connections"), ("off req/s", "off_per_s"), ("on req/s", "on_per_s"),
-    ("on / off", "ratio"), ("median round on / off", "round_ratio"), ("off us/req", "off_us"), ("on us/req", "on_us"),
+    ("api", "api"), ("conns", "connections"), ("blocks", "blocks"), ("on / off", "ratio"),
+    ("95% interval", "interval"), ("A/A off / off", "aa_ratio"), ("A/A 95% interval", "aa_interval"),
+    ("on / off pooled", "pooled_ratio"), ("verdict", "verdict"),
 ]  # fmt: skip
+#: The three fresh servers of a block and the order their cells run in; a block's cells run in one of these
+#: orders and then in reverse (a palindrome: a drift within the block weighs on each server alike), the first
+#: order moving on by one every block, so that no server always runs first.
+BLOCK_SERVERS = ("off-a", "off-b", "on")
+BLOCK_ORDERS = (("off-a", "off-b", "on"), ("off-b", "on", "off-a"), ("on", "off-a", "off-b"))
 
 
 async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
-    ports = free_ports(p.processes)
-    servers = {
-        "off": [ServerProcess(workdir, f"metrics-off-{k}", overrides=AUTHORIZER) for k in range(p.processes)],
-        "on": [ServerProcess(workdir, f"metrics-on-{k}", overrides={**AUTHORIZER, "metrics.port": str(port)})
-               for k, port in enumerate(ports)],
-    }  # fmt: skip
+    """Blocks of three fresh servers, two with the metrics off and one with them on (see the module docstring)."""
     apis = [("ApiVersions v3", api_versions_frame(), api_versions_ok),
             ("DescribeAcls v3", describe_acls_frame(), describe_acls_ok)]  # fmt: skip
     pairs = [(label, frame, check, conns) for label, frame, check in apis for conns in (1, 50)]
-    # results[(pair, mode)][process]: that process's rounds
-    results: dict[tuple[int, str], list[list[LoadResult]]] = {
-        (i, mode): [[] for _ in range(p.processes)] for i in range(len(pairs)) for mode in servers
+    # cells[(pair, server)]: every cell of that server kind; ratios[pair]: one (on / off, off-b / off-a) per block
+    cells: dict[tuple[int, str], list[LoadResult]] = {
+        (i, kind): [] for i in range(len(pairs)) for kind in BLOCK_SERVERS
     }
-    everyone = [s for group in servers.values() for s in group]
-    scrapers = [Scraper(port, p.scrape_interval_s) for port in ports]
-    try:
-        await asyncio.gather(*(s.start() for s in everyone))
-        for _label, frame, check, conns in pairs:
-            warm = [with_correlation_id(frame, -1 - i) for i in range(p.warmup)]
-            for s in everyone:
-                await closed_loop(s, split(warm, conns), check=check, budget_s=10.0)
-        for r in range(p.rounds):
+    ratios: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(pairs))}
+    scrapes = 0
+    for b in range(p.blocks):
+        servers: dict[str, ServerProcess] = {}
+        scraper = Scraper(0, p.scrape_interval_s)
+        try:
+            # One at a time, each given its ports just before it starts: a server's start-up probe connects from
+            # an ephemeral port, which could be one picked a moment earlier for another server of the block.
+            for kind in BLOCK_SERVERS:
+                overrides = dict(AUTHORIZER)
+                if kind == "on":
+                    [scraper.port] = free_ports(1)
+                    overrides["metrics.port"] = str(scraper.port)
+                servers[kind] = ServerProcess(workdir, f"block{b}-{kind}", overrides=overrides)
+                await servers[kind].start()
             for i, (_label, frame, check, conns) in enumerate(pairs):
-                count = round_counts(p.requests_1 if conns == 1 else p.requests_50, p.rounds)[r]
-                for k, share in enumerate(round_counts(count, p.processes)):
-                    # Off then on in even rounds, on then off in odd ones: neither side always runs second.
-                    for mode in ("off", "on") if (r + k) % 2 == 0 else ("on", "off"):
-                        frames = [with_correlation_id(frame, n) for n in range(share)]
-                        scraper = None
-                        if mode == "on":
-                            scraper = asyncio.ensure_future(scrapers[k].run())
-                        try:
-                            result = await closed_loop(servers[mode][k], split(frames, conns), check=check,
-                                                       budget_s=p.cell_seconds / p.rounds / p.processes)  # fmt: skip
-                        finally:
-                            if scraper is not None:
-                                scraper.cancel()
-                        results[(i, mode)][k].append(result)
-            print(f"  round {r + 1}/{p.rounds} done", flush=True)
-        await asyncio.gather(*(s.stop() for s in everyone))
-    finally:
-        for s in everyone:
-            s.kill()
+                warm = split([with_correlation_id(frame, -1 - n) for n in range(p.warmup)], conns)
+                for server in servers.values():
+                    await closed_loop(server, warm, check=check, budget_s=CELL_BUDGET_S)
+                count = p.cell_1 if conns == 1 else p.cell_50
+                frames = split([with_correlation_id(frame, n) for n in range(count)], conns)
+                order = BLOCK_ORDERS[b % len(BLOCK_ORDERS)]
+                block: dict[str, list[LoadResult]] = {kind: [] for kind in BLOCK_SERVERS}
+                for kind in (*order, *reversed(order)):
+                    running = asyncio.ensure_future(scraper.run()) if kind == "on" else None
+                    try:
+                        result = await closed_loop(servers[kind], frames, check=check, budget_s=CELL_BUDGET_S)
+                    finally:
+                        if running is not None:
+                            running.cancel()
+                    block[kind].append(result)
+                    cells[(i, kind)].append(result)
+                rate = {kind: merge(parts).rate for kind, parts in block.items()}
+                if all(rate.values()):
+                    off = (rate["off-a"] + rate["off-b"]) / 2
+                    ratios[i].append((rate["on"] / off, rate["off-b"] / rate["off-a"]))
+            await asyncio.gather(*(s.stop() for s in servers.values()))
+        finally:
+            for s in servers.values():
+                s.kill()
+        scrapes += scraper.scrapes
+        problems = [f"block {b}, {s.name} server log: {line}" for s in servers.values() for line in s.log_errors()]
+        if problems:
+            warn(problems)
+            return {"problems": problems}
+        latest = "  ".join(f"{r[-1][0]:.3f}" for r in ratios.values() if r)
+        print(f"  block {b + 1}/{p.blocks}: on / off {latest}", flush=True)
     rows = []
     for i, (label, _, _, conns) in enumerate(pairs):
-        for mode in ("off", "on"):
-            by_process = results[(i, mode)]
-            # A round's figure: every process's share of that round together.
-            rounds = [merge([parts[r] for parts in by_process]) for r in range(p.rounds)]
-            rows.append({"api": label, "connections": conns, "metrics": mode, **cell_stats(merge(rounds), rounds),
-                         **process_stats(by_process)})  # fmt: skip
-    ratios = [on_off_ratio(off, on) for off, on in zip(rows[0::2], rows[1::2], strict=True)]
+        for kind in BLOCK_SERVERS:
+            pooled = merge(cells[(i, kind)])
+            rows.append({"api": label, "connections": conns, "metrics": kind,
+                         **cell_stats(pooled, cells[(i, kind)])})  # fmt: skip
+    summaries = [
+        block_ratios(label, conns, ratios[i], rows[3 * i : 3 * i + 3]) for i, (label, _, _, conns) in enumerate(pairs)
+    ]
     print()
-    title = (f"1. Throughput, metrics off and on ({p.processes} server processes of each; each cell in {p.rounds} "
-             f"interleaved rounds shared by its processes; a metrics-on server scraped every "
-             f"{p.scrape_interval_s:g} s while loaded)")  # fmt: skip
+    title = (f"1. Throughput, metrics off and on ({p.blocks} blocks of three fresh servers, off-a, off-b and on; "
+             f"{p.cell_1:,} requests a cell on 1 connection, {p.cell_50:,} on 50; two cells of each server a block; "
+             f"the on server scraped every {p.scrape_interval_s:g} s of its load)")  # fmt: skip
     print(table(title, CELL_COLUMNS, rows))
     print()
-    print(table("   Metrics on / off, same run (goal: at least 0.95)", RATIO_COLUMNS, ratios))
-    problems = [f"{r['api']}, {r['connections']} conn(s), metrics {r['metrics']}: {r['failed']} failed"
+    title = ("   Metrics on / off: the geometric mean of the blocks' ratios (goal: at least 0.95); A/A is the same "
+             "measure between the two metrics-off servers, which differ in nothing")  # fmt: skip
+    print(table(title, RATIO_COLUMNS, summaries))
+    problems = [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: {r['failed']} failed"
                 for r in rows if r["failed"]]  # fmt: skip
-    problems += [f"{r['api']}, {r['connections']} conn(s), metrics {r['metrics']}: stopped by the time budget"
+    problems += [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: stopped by the time budget"
                  for r in rows if r["truncated"]]  # fmt: skip
-    problems += [f"{s.name} server log: {line}" for s in everyone for line in s.log_errors()]
     warn(problems)
-    return {
-        "cells": rows,
-        "ratios": ratios,
-        "scrapes_during_load": sum(x.scrapes for x in scrapers),
-        "problems": problems,
-    }
+    return {"cells": rows, "ratios": summaries, "scrapes_during_load": scrapes, "problems": problems}
 
 
-def on_off_ratio(off: dict[str, Any], on: dict[str, Any]) -> dict[str, Any]:
-    """Metrics on / off for one (api, connections): overall, and the median of the per-round ratios (each round
-    measures off and on back to back, so a neighbour's burst hits both)."""
-    round_ratios = [b / a for a, b in zip(off["round_per_s"], on["round_per_s"], strict=True) if a]
+#: Time budget of one cell; a cell takes well under a second on 2 cores.
+CELL_BUDGET_S = 60.0
+
+
+def block_ratios(
+    label: str, conns: int, ratios: list[tuple[float, float]], rows: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One (api, connections): on / off and the A/A control off-b / off-a, each the geometric mean of the blocks'
+    ratios with its 95% bootstrap interval over the blocks (fresh servers in each block, so the interval covers
+    how one process differs from another as well as the machine's moments)."""
+    if not ratios:
+        return {"api": label, "connections": conns, "blocks": 0, "verdict": "no data"}
+    ratio, low, high = ratio_interval([on for on, _ in ratios])
+    aa, aa_low, aa_high = ratio_interval([aa for _, aa in ratios])
+    by_kind = {row["metrics"]: row for row in rows}
+    off = (by_kind["off-a"]["per_s"] + by_kind["off-b"]["per_s"]) / 2
     return {
-        "api": off["api"], "connections": off["connections"], "off_per_s": off["per_s"], "on_per_s": on["per_s"],
-        "ratio": round(on["per_s"] / off["per_s"], 3) if off["per_s"] else None,
-        "round_ratio": round(median(round_ratios), 3) if round_ratios else None,
-        "off_us": off["server_cpu_us_per_req"], "on_us": on["server_cpu_us_per_req"],
+        "api": label, "connections": conns, "blocks": len(ratios), "ratio": round(ratio, 3),
+        "low": round(low, 3), "high": round(high, 3), "interval": f"{low:.3f}-{high:.3f}",
+        "aa_ratio": round(aa, 3), "aa_low": round(aa_low, 3), "aa_high": round(aa_high, 3),
+        "aa_interval": f"{aa_low:.3f}-{aa_high:.3f}",
+        "pooled_ratio": round(by_kind["on"]["per_s"] / off, 3) if off else None,
+        "block_ratios": [round(on, 4) for on, _ in ratios], "block_aa": [round(aa, 4) for _, aa in ratios],
+        "verdict": "met" if ratio >= GOAL_RATIO else "missed",
     }  # fmt: skip
+
+
+GOAL_RATIO = 0.95  # metrics on at most 5% slower
 
 
 # --- 2. one scrape at 100,000 ACLs and 10,000 topics ----------------------------------------------------
@@ -381,21 +414,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     out = parser(__doc__, "metrics", "smoke test with small counts (about 5 minutes, 4 of them under valgrind)")
     add = out.add_argument
     add("--only", action="append", choices=list(SECTIONS), help="run only this section (repeatable)")
-    add("--requests-1", type=int, help="requests per cell with 1 connection (default 40000, quick 2000)")
-    add("--requests-50", type=int, help="requests per cell with 50 connections (default 300000, quick 10000)")
-    add("--rounds", type=int, default=6, help="interleaved rounds per cell (default 6)")
+    add("--blocks", type=int, help="throughput: blocks of three fresh servers (default 30, quick 3)")
+    add("--cell-1", type=int, help="throughput: requests per cell on 1 connection (default 1500, quick 300)")
+    add("--cell-50", type=int, help="throughput: requests per cell on 50 connections (default 8000, quick 2000)")
     add("--scrape-interval", type=float, default=1.0, help="seconds between scrapes under load (default 1)")
     add("--topics", type=int, help="scrape section: topics (default 10000, quick 1000)")
     add("--acls", type=int, help="scrape section: ACLs (default 100000, quick 10000)")
     add("--scrapes", type=int, help="scrape section: timed scrapes (default 30, quick 5)")
-    add("--cell-seconds", type=float, default=120.0, help="time budget per cell (default 120)")
-    add(
-        "--processes",
-        type=int,
-        default=3,
-        help="throughput: server processes with the metrics off, and as many "
-        "with them on; each cell is shared among them (default 3)",
-    )
     return out.parse_args(argv)
 
 

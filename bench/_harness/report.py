@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import platform
+import random
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -34,6 +36,17 @@ def median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     n = len(ordered)
     return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def ratio_interval(ratios: Sequence[float], *, resamples: int = 4000, seed: int = 1) -> tuple[float, float, float]:
+    """The geometric mean of paired ratios (B / A, one per independent block) and its 95% percentile-bootstrap
+    interval over the blocks: (mean, low, high). Seeded, so the same ratios give the same interval."""
+    logs = [math.log(r) for r in ratios]
+    n = len(logs)
+    rnd = random.Random(seed)
+    means = sorted(math.fsum(rnd.choices(logs, k=n)) / n for _ in range(resamples))
+    low, high = means[int(0.025 * resamples)], means[min(resamples - 1, int(0.975 * resamples))]
+    return math.exp(math.fsum(logs) / n), math.exp(low), math.exp(high)
 
 
 def summary(values: Sequence[float]) -> dict[str, Any]:
