@@ -247,7 +247,7 @@ class Connection:
     def _keep_for_metrics(self, response: Any) -> None:
         """The response's error codes (Kafka's ``errorCounts``) for the request metrics, when they are on."""
         if self.listener.request_metrics is not None:
-            self._codes = response.error_codes if isinstance(response, PreEncoded) else tuple(error_codes(response))
+            self._codes = response.error_codes if isinstance(response, PreEncoded) else error_codes(response)
 
     async def _close(self, close: Close) -> None:
         """Log why, write the last reply if there is one, and wait out KIP-306's delay after a failed login."""

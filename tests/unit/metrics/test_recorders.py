@@ -62,10 +62,22 @@ def test_error_codes_come_from_the_top_level_and_every_entry() -> None:
     results = [{"error_code": ErrorCode.none, "error_message": None},
                {"error_code": ErrorCode.invalid_request, "error_message": "bad"}]  # fmt: skip
     response = build(cls, {"throttle_time": 0, "results": results})
-    assert list(error_codes(response)) == [0, int(ErrorCode.invalid_request)]
+    assert error_codes(response) == (0, int(ErrorCode.invalid_request))
     api_versions = build(response_class(ApiKey.API_VERSIONS, 3), {"error_code": 35, "api_keys": []})
-    assert list(error_codes(api_versions)) == [35]
-    assert list(error_codes(object())) == []
+    assert error_codes(api_versions) == (35,)  # a top-level code only: the short path
+    assert all(type(code) is int for code in error_codes(response) + error_codes(api_versions))
+    reassignments = build(response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0), {
+        "throttle_time": 0, "error_code": 0, "error_message": None,
+        "responses": [{"name": "t", "partitions": [{"partition_index": 0, "error_code": 3, "error_message": None}]}],
+    })  # fmt: skip
+    assert error_codes(reassignments) == (0,)  # one level of entries: the partitions' codes are not counted
+    scram = build(response_class(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0), {
+        "throttle_time": 0, "error_code": 0, "error_message": None,
+        "results": [{"user": "alice", "error_code": 0, "error_message": None, "credential_infos": []},
+                    {"user": "bob", "error_code": 93, "error_message": "no such user", "credential_infos": []}],
+    })  # fmt: skip
+    assert error_codes(scram) == (0, 0, 93)  # the top-level code and each entry's
+    assert error_codes(object()) == ()
 
 
 def test_one_request_is_recorded_per_version_and_error() -> None:

