@@ -1,7 +1,7 @@
 """Metrics benchmarks: request throughput and instructions per request with the metrics on and off; one scrape of a
 large node.
 
-    .venv/bin/python -m bench.metrics            # every section (about 6-7 minutes on 2 cores)
+    .venv/bin/python -m bench.metrics            # every section (about 10-11 minutes on 2 cores)
     .venv/bin/python -m bench.metrics --quick    # smoke test (about 5 minutes, 4 of them under valgrind)
     .venv/bin/python -m bench.metrics --only scrape
     .venv/bin/python -m bench.metrics --only instructions   # needs valgrind (about 4-5 minutes)
