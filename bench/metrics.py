@@ -187,6 +187,7 @@ async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
     }
     ratios: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(pairs))}
     scrapes = 0
+    log_problems: list[str] = []
     for b in range(p.blocks):
         servers: dict[str, ServerProcess] = {}
         scraper = Scraper(0, p.scrape_interval_s)
@@ -226,10 +227,7 @@ async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
             for s in servers.values():
                 s.kill()
         scrapes += scraper.scrapes
-        problems = [f"block {b}, {s.name} server log: {line}" for s in servers.values() for line in s.log_errors()]
-        if problems:
-            warn(problems)
-            return {"problems": problems}
+        log_problems += [f"block {b}, {s.name} server log: {line}" for s in servers.values() for line in s.log_errors()]
         latest = "  ".join(f"{r[-1][0]:.3f}" for r in ratios.values() if r)
         print(f"  block {b + 1}/{p.blocks}: on / off {latest}", flush=True)
     rows = []
@@ -254,6 +252,7 @@ async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
                 for r in rows if r["failed"]]  # fmt: skip
     problems += [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: stopped by the time budget"
                  for r in rows if r["truncated"]]  # fmt: skip
+    problems += log_problems
     warn(problems)
     return {"cells": rows, "ratios": summaries, "scrapes_during_load": scrapes, "problems": problems}
 

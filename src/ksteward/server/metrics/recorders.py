@@ -233,9 +233,10 @@ def _plan(cls: type) -> _Plan:
 
 def error_codes(response: Any) -> tuple[int, ...]:
     """The response's top-level error code and each entry's, as Kafka's ``errorCounts`` counts them for
-    most APIs (one level of entries: a Metadata response's partition errors are not counted). Called for
-    every response a node with metrics answers: a response with only a top-level code (DescribeAcls, most
-    others) takes one attribute read, no generator (about 0.12 µs against 0.54 µs)."""
+    most APIs (one level of entries: a Metadata response's partition errors are not counted). Called for every
+    response a node with metrics answers that is not pre-encoded (those carry their codes): a response with only
+    a top-level code (DescribeClientQuotas, many others) takes one attribute read, no generator (about 0.12 µs
+    against 0.54 µs)."""
     cls = type(response)
     plan = _PLANS.get(cls)
     if plan is None:
