@@ -1,13 +1,16 @@
 """DescribeQuorum and ``ksteward metadata quorum describe`` on a quorum of three controllers (issue 18): only the
 leader describes the quorum, the other voters answer NOT_LEADER_OR_FOLLOWER as Kafka's
 ``KafkaRaftClient.handleDescribeQuorumRequest`` does, a broker forwards to whichever leads, and after the leader
-is killed the answer names the new one in a higher epoch."""
+is killed the answer names the new one in a higher epoch. AddRaftVoter and RemoveRaftVoter on the same quorum
+(KIP-853 at kraft.version 0): refused by the leader, forwarded by brokers."""
 
 from __future__ import annotations
 
+import datetime
 import importlib.util
 import inspect
 import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,3 +99,42 @@ def test_only_the_leader_describes_and_a_new_leader_after_a_kill(quorum: Cluster
     by_broker = wait_for(lambda: describe(quorum.brokers[0]).leader_id == new_leader.cluster_node_id, 60.0,
                          "the broker forwarding to the new leader")  # fmt: skip
     assert by_broker
+
+
+def voter_change(node: ClusterNode, api_key: int) -> tuple[int, str | None]:
+    values: dict[str, Any] = {"cluster_id": None, "voter_id": 3, "voter_directory_id": uuid.UUID(int=9)}
+    if api_key == ApiKey.ADD_RAFT_VOTER:
+        values.update(voter_id=4, timeout=datetime.timedelta(seconds=30), ack_when_committed=True,
+                      listeners=[{"name": "CONTROLLER", "host": "127.0.0.1", "port": 1}])  # fmt: skip
+    with connect(node.address) as conn:
+        body = conn.request(api_key, 1 if api_key == ApiKey.ADD_RAFT_VOTER else 0, values).body
+    return int(body.error_code), body.error_message
+
+
+def test_a_static_quorum_refuses_voter_changes_on_the_leader_and_through_a_broker(quorum: Cluster) -> None:
+    """KIP-853 on a quorum at kraft.version 0: the leader answers UNSUPPORTED_VERSION with Kafka's message, the
+    other voters NOT_LEADER_OR_FOLLOWER, and a broker forwards both RPCs to the leader (KafkaApis
+    ``forwardToControllerOrFail``); ``metadata quorum remove-controller`` finds the leader among the controllers."""
+    controllers = list(quorum.controllers)  # type: ignore[attr-defined]
+    found = wait_for(lambda: settled(quorum, controllers), 30.0, "a leader every voter and broker fetched from")
+    assert isinstance(found, tuple)
+    leader = found[0]
+    adding = (int(ErrorCode.unsupported_version),
+              "Cluster doesn't support adding voter because the kraft.version feature is 0")  # fmt: skip
+    removing = (int(ErrorCode.unsupported_version),
+                "Cluster doesn't support removing voter because the kraft.version feature is 0")  # fmt: skip
+    assert voter_change(leader, ApiKey.ADD_RAFT_VOTER) == adding
+    assert voter_change(leader, ApiKey.REMOVE_RAFT_VOTER) == removing
+    for other in controllers:
+        if other is not leader:
+            for api_key in (ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER):
+                assert voter_change(other, api_key) == (int(ErrorCode.not_leader_or_follower), None)
+    for broker in quorum.brokers:
+        assert voter_change(broker, ApiKey.ADD_RAFT_VOTER) == adding
+        assert voter_change(broker, ApiKey.REMOVE_RAFT_VOTER) == removing
+
+    everyone = ",".join(c.bootstrap for c in controllers)
+    removed = ksteward_cli("metadata", "quorum", "--bootstrap-controller", everyone, "remove-controller",
+                           "-i", "3", "-d", "AAAAAAAAAAAAAAAAAAAACQ")  # fmt: skip
+    assert removed.returncode == 1
+    assert removed.stderr.strip() == f"ksteward metadata quorum remove-controller: UNSUPPORTED_VERSION: {removing[1]}"

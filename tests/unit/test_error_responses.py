@@ -114,6 +114,15 @@ REQUESTS: dict[int, dict[str, Any]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: {"users": None},
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: {"deletions": [{"name": "alice", "mechanism": 1}], "upsertions": []},
     ApiKey.DESCRIBE_QUORUM: {"topics": [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]},
+    ApiKey.ADD_RAFT_VOTER: {
+        "cluster_id": None,
+        "timeout": 30000,
+        "voter_id": 4,
+        "voter_directory_id": uuid.UUID(int=7),
+        "listeners": [{"name": "CONTROLLER", "host": "localhost", "port": 9094}],
+        "ack_when_committed": True,
+    },
+    ApiKey.REMOVE_RAFT_VOTER: {"cluster_id": None, "voter_id": 3, "voter_directory_id": uuid.UUID(int=7)},
     ApiKey.UPDATE_FEATURES: {
         "feature_updates": [{"feature": "group.version", "max_version_level": 1, "allow_downgrade": False}],
         "validate_only": False,

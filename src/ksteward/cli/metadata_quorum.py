@@ -27,6 +27,7 @@ from ksteward.cli.admin_common import (
     print_json,
     run_command,
 )
+from ksteward.cli.metadata_quorum_voters import add_voter_commands
 from ksteward.metadata.records.kafka_json import kafka_uuid
 from ksteward.protocol.apis import ApiKey
 from ksteward.raft import METADATA_PARTITION, METADATA_TOPIC_NAME
@@ -40,6 +41,7 @@ examples:
   ksteward metadata quorum --bootstrap-server localhost:9092 describe --replication --human-readable
   ksteward metadata quorum --bootstrap-server localhost:9092 --command-config admin.properties \\
       describe --status --output json
+  ksteward metadata quorum --bootstrap-server localhost:9092 remove-controller -i 3 -d 6Bm2yQpKQs2vJv0TqRrW9w
 """
 
 _NO_DIRECTORY = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID as Kafka prints it
@@ -79,9 +81,11 @@ class QuorumInfo:
 def add_quorum_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``metadata quorum`` on the ``metadata`` command's subparsers."""
     parser = commands.add_parser(
-        "quorum", help="describe the KRaft controller quorum (kafka-metadata-quorum.sh)", epilog=EXAMPLES,
+        "quorum", help="describe the KRaft controller quorum, or change its voters (kafka-metadata-quorum.sh)",
+        epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Describe the KRaft quorum of __cluster_metadata, as kafka-metadata-quorum.sh does.",
+        description="Describe the KRaft quorum of __cluster_metadata, or ask it to add or remove a voter, as "
+                    "kafka-metadata-quorum.sh does.",
     )  # fmt: skip
     add_connection_flags(parser, controller=True)
     actions = parser.add_subparsers(dest="quorum_command", metavar="COMMAND", required=True)
@@ -95,6 +99,7 @@ def add_quorum_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
     describe.add_argument("--output", choices=("text", "json"), default=argparse.SUPPRESS,
                           help="text (kafka-metadata-quorum.sh's format, the default) or json")  # fmt: skip
     describe.set_defaults(func=run_quorum)
+    add_voter_commands(actions)
 
 
 def run_quorum(args: argparse.Namespace, out: IO[str] | None = None) -> int:

@@ -158,6 +158,8 @@ _BUILDERS: dict[int, Callable[[Any, Values], Values]] = {
     ApiKey.BROKER_HEARTBEAT: _top_level(is_caught_up=False, is_fenced=True, should_shut_down=False),
     ApiKey.UPDATE_FEATURES: _top_level(results=[]),
     ApiKey.DESCRIBE_QUORUM: _top_level(topics=[], nodes=[]),  # DescribeQuorumRequest.getErrorResponse
+    ApiKey.ADD_RAFT_VOTER: _top_level(),  # AddRaftVoterRequest.getErrorResponse: the code and its message
+    ApiKey.REMOVE_RAFT_VOTER: _top_level(),
     ApiKey.DESCRIBE_CLUSTER: _top_level(
         endpoint_type=1, cluster_id="", controller_id=-1, brokers=[], cluster_authorized_operations=0
     ),

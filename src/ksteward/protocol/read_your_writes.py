@@ -36,7 +36,9 @@ from ksteward.protocol.varint import read_uvarint, write_uvarint
 METADATA_OFFSET_TAG: Final = 0x4B53  # "KS": far above the small tags Kafka's own schemas use
 # Forwardable APIs that write nothing: their answers carry no offset. (kafkajs 2.2 also misreads any tagged field
 # in a response header, its Decoder.readTaggedFields skipping one byte too few, so a tag there breaks it.)
-UNTAGGED_READS: Final = frozenset({ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM})
+UNTAGGED_READS: Final = frozenset(
+    {ApiKey.LIST_PARTITION_REASSIGNMENTS, ApiKey.DESCRIBE_QUORUM, ApiKey.ADD_RAFT_VOTER, ApiKey.REMOVE_RAFT_VOTER}
+)
 _I64: Final = struct.Struct(">q")
 _CORRELATION_ID_BYTES: Final = 4
 _FIXED_REQUEST_HEADER_BYTES: Final = 8  # api key, api version, correlation id

@@ -43,6 +43,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.server.describe_quorum import handle_describe_quorum
 from ksteward.server.quorum_rpcs import handle_begin_quorum_epoch, handle_end_quorum_epoch, handle_vote
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
+from ksteward.server.voter_changes import handle_add_raft_voter, handle_remove_raft_voter
 
 _COMMON = [
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, handle_api_versions),
@@ -61,6 +62,9 @@ _COMMON = [
     ApiSpec(ApiKey.UPDATE_FEATURES, 0, 2, handle_update_features),  # brokers forward it (KIP-590)
     # KIP-595/KIP-836/KIP-853: served by the controllers; a broker forwards it (KafkaApis forwardToControllerOrFail)
     ApiSpec(ApiKey.DESCRIBE_QUORUM, 0, 2, handle_describe_quorum),
+    # KIP-853 on a static quorum (kraft.version 0): every voter change is refused as Kafka refuses it there
+    ApiSpec(ApiKey.ADD_RAFT_VOTER, 0, 1, handle_add_raft_voter),
+    ApiSpec(ApiKey.REMOVE_RAFT_VOTER, 0, 0, handle_remove_raft_voter),
 ]
 
 # The config alters: a broker preprocesses them before the controller's part (KafkaApis); a controller listener
