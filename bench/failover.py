@@ -16,7 +16,13 @@ Sections:
 - **commit latency**: CreateAcls v3 sent straight to the active controller's listener (KIP-919), one request
   in flight, on the three-voter quorum and on a one-voter controller started beside it, in interleaved rounds.
   With three voters a write is answered once a majority has it durable (the leader's fsync, a follower's Fetch
-  and fsync, the next Fetch reporting it); with one voter, after the leader's own fsync.
+  and fsync, the next Fetch reporting it); with one voter, after the leader's own fsync. With each kind's
+  server CPU per commit (``/proc``), and the leader's alone.
+- **floor**: the same ratio for a minimal model of the commit path (``bench._harness.replication_model``: four
+  small asyncio processes, a busy loop for the CPU work), with no work on the followers, with some, and with the
+  CPU the latency section measured (a follower's per commit; the leader's beyond one voter's, per follower
+  acknowledgement). It shows the ratio this machine allows at all, and how fast it grows with the CPU spent
+  on each side of a replication hop.
 
 Prints the tables and writes ``bench/results/failover.json``; ``bench/README.md`` has the results.
 """
@@ -34,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from bench._harness.cluster import broker_node, controller_node, new_cluster_id, quorum_nodes, quorum_state
+from bench._harness.cpu import process_cpu_seconds
+from bench._harness.replication_model import measure
 from bench._harness.report import table
 from bench._harness.runner import Benchmark, parser
 from bench._harness.server import ServerProcess
@@ -44,6 +52,11 @@ GOAL_P99_S = 3.0  # the issue's goal at Kafka's default timeouts
 GOAL_LATENCY_RATIO = 2.0  # three voters' p50 commit latency <= 2 x one voter's
 LOWERED = {"controller.quorum.election.timeout.ms": "200", "controller.quorum.fetch.timeout.ms": "400"}
 _names = itertools.count()
+#: The latency section's measurements, for the floor section that runs after it (µs): the single voter's CPU per
+#: commit, a follower's per commit, and the leader's beyond the single voter's per follower acknowledgement.
+_MEASURED_US: dict[str, float] = {}
+#: Used by the floor section when the latency section did not run: its figures at 50d2467 on this host.
+_DEFAULT_US = {"leader_us": 343.0, "follower_us": 515.0, "ack_us": 315.0}
 
 
 @dataclass(frozen=True)
@@ -198,25 +211,62 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     await write_until_acked(client, itertools.count(10**6))
     client.close()
     samples: dict[str, list[float]] = {"3 voters": [], "1 voter": []}
+    cpu_s = {"3 voters": 0.0, "1 voter": 0.0, "leader": 0.0}  # the servers' CPU (user + system) while measured
     try:
         for r in range(p.rounds):
             order = ["3 voters", "1 voter"] if r % 2 == 0 else ["1 voter", "3 voters"]
             for kind in order:
                 node = leader(controllers) if kind == "3 voters" else single
                 assert node is not None
+                servers = controllers if kind == "3 voters" else [single]
+                before = [process_cpu_seconds(s.pid) for s in servers]
+                lead_before = process_cpu_seconds(node.pid)
                 samples[kind] += await commit_latencies(node.port, p.commits)
+                cpu_s[kind] += sum(process_cpu_seconds(s.pid) for s in servers) - sum(before)
+                if kind == "3 voters":
+                    cpu_s["leader"] += process_cpu_seconds(node.pid) - lead_before
     finally:
         await reap(single, *controllers)
     rows: list[dict[str, Any]] = []
     for kind, values in samples.items():
         stats = percentiles(values)
-        rows.append({"voters": kind, "commits": len(values), "p50_ms": stats["p50"], "p99_ms": stats["p99"]})
+        rows.append({"voters": kind, "commits": len(values), "p50_ms": stats["p50"], "p99_ms": stats["p99"],
+                     "cpu_ms_per_commit": round(cpu_s[kind] * 1000 / len(values), 3),
+                     "leader_cpu_ms_per_commit": round(cpu_s["leader" if kind == "3 voters" else kind] * 1000
+                                                       / len(values), 3)})  # fmt: skip
     ratio = rows[0]["p50_ms"] / rows[1]["p50_ms"]
+    three, one = rows[0], rows[1]
+    _MEASURED_US.update(
+        leader_us=one["cpu_ms_per_commit"] * 1000,
+        follower_us=(three["cpu_ms_per_commit"] - three["leader_cpu_ms_per_commit"]) * 1000 / 2,
+        ack_us=max(three["leader_cpu_ms_per_commit"] - one["cpu_ms_per_commit"], 0.0) * 1000 / 2,
+    )
     print(table("commit latency: CreateAcls v3 straight to the active controller, one in flight",
-                [("quorum", "voters"), ("commits", "commits"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms")],
+                [("quorum", "voters"), ("commits", "commits"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
+                 ("CPU ms/commit", "cpu_ms_per_commit"), ("leader's", "leader_cpu_ms_per_commit")],
                 rows))  # fmt: skip
     print(f"  p50 ratio 3 voters / 1 voter: {ratio:.2f} (goal <= {GOAL_LATENCY_RATIO})")
     return {"rows": rows, "p50_ratio": round(ratio, 3), "goal_p50_ratio": GOAL_LATENCY_RATIO}
+
+
+async def section_floor(p: Params, workdir: Path) -> dict[str, Any]:
+    measured = dict(_MEASURED_US or _DEFAULT_US)
+    leader_us = measured["leader_us"]
+    cases = [(0.0, 0.0), (100.0, 50.0), (200.0, 100.0), (measured["follower_us"] / 2, measured["ack_us"] / 2),
+             (measured["follower_us"], measured["ack_us"])]  # fmt: skip
+    rows = []
+    for i, (follower_us, ack_us) in enumerate(cases):
+        one, three = await asyncio.to_thread(measure, workdir / f"model-{i}", leader_us=leader_us,
+                                             follower_us=follower_us, ack_us=ack_us, commits=p.commits,
+                                             rounds=p.rounds)  # fmt: skip
+        rows.append({"follower_us": round(follower_us), "ack_us": round(ack_us), "one_p50_ms": round(one, 3),
+                     "three_p50_ms": round(three, 3), "ratio": round(three / one, 2)})  # fmt: skip
+    print(table(f"floor: a minimal model of the commit path, {leader_us:.0f} us of work per request on the leader",
+                [("follower us/commit", "follower_us"), ("leader us/ack", "ack_us"), ("1 voter p50 ms", "one_p50_ms"),
+                 ("3 voters p50 ms", "three_p50_ms"), ("ratio", "ratio")], rows))  # fmt: skip
+    source = "the latency section" if _MEASURED_US else "defaults (the latency section did not run)"
+    print(f"  the last two rows: half of, and all of, the CPU measured by {source}")
+    return {"leader_us": round(leader_us), "measured_from": source, "rows": rows}
 
 
 BENCHMARK = Benchmark("failover", "controller failover")
@@ -228,14 +278,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--kills", type=int, help="SIGKILLs of the active controller per failover section (default 20, quick 3)")
     add("--commits", type=int, help="commits per quorum kind and round (default 1000, quick 100)")
     add("--rounds", type=int, default=3, help="interleaved rounds of the commit latency section (default 3)")
-    add("--skip", action="append", default=[], help="a section to leave out (default, lowered, latency)")
+    add("--skip", action="append", default=[], help="a section to leave out (default, lowered, latency, floor)")
     return out.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     p = Params.from_args(args)
-    sections = {"default": section_default, "lowered": section_lowered, "latency": section_latency}
+    sections = {"default": section_default, "lowered": section_lowered, "latency": section_latency,
+                "floor": section_floor}  # fmt: skip
     return BENCHMARK.main(args, p, {k: v for k, v in sections.items() if k not in args.skip})
 
 
