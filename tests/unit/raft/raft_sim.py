@@ -7,10 +7,15 @@ has a ``SimLog`` (real record batches, so the Fetch path is the production one) 
 loses what was not flushed, like Kafka's ``MockLog.reopen``, and a quorum-state slot that survives a kill.
 The leader plays Kafka's ``ReplicatedCounter``: it appends ``previous value + 1``, one record per batch.
 
+Every node snapshots its committed state now and then, as Kafka's ``ReplicatedCounter`` does (the counter's
+value at a committed offset), and may then delete the log below its newest snapshot: a replica that falls
+behind a leader's log start catches up with FetchSnapshot, and installs the snapshot as ``FollowerLog`` does
+(``truncateToLatestSnapshot``).
+
 ``Cluster.check_invariants`` runs after every event (``MonotonicHighWatermark``, ``MonotonicEpoch``,
-``MajorityReachedHighWatermark``, ``SingleLeader``); ``check_committed`` is ``ConsistentCommittedData``.
-Snapshots are not simulated: ``SimLog`` never has one, so ``SnapshotAtLogStart`` holds trivially; the
-snapshot Fetch paths are tested against real logs in test_raft_leader.py and test_raft_observer.py.
+``MajorityReachedHighWatermark``, ``SingleLeader``, ``SnapshotAtLogStart``); ``check_committed`` is
+``ConsistentCommittedData``, and every snapshot taken or installed must hold the committed counter value at its
+offset.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ SIM_CONFIG = QuorumConfig(
     request_timeout_ms=3000, retry_backoff_ms=50, fetch_max_wait_ms=100,
 )  # fmt: skip
 _VALUE = struct.Struct(">q")
+_SNAPSHOT_ACTIONS = (obs.StartSnapshotDownload, obs.WriteSnapshotChunk, obs.InstallSnapshot, obs.AbortSnapshotDownload)
 
 
 class InvariantViolation(AssertionError):
@@ -57,21 +63,24 @@ class _Batch:
 
 
 class SimLog:
-    """An in-memory ``LogView``: single-record batches, a flushed end, no snapshots."""
+    """An in-memory ``LogView``: single-record batches from ``start`` on, a flushed end, and snapshots (the
+    counter's value at their end offset) that survive a kill, as completed snapshot files do."""
 
     def __init__(self) -> None:
-        self.batches: list[_Batch] = []
+        self.batches: list[_Batch] = []  # offsets start .. log_end_offset - 1
+        self.start = 0
         self.flushed = 0
         self.history = EpochHistory()
+        self.snapshots: dict[OffsetAndEpoch, bytes] = {}
 
     # LogView
     @property
     def start_offset(self) -> int:
-        return 0
+        return self.start
 
     @property
     def log_end_offset(self) -> int:
-        return len(self.batches)
+        return self.start + len(self.batches)
 
     @property
     def end_offset(self) -> int:
@@ -80,21 +89,26 @@ class SimLog:
 
     @property
     def last_fetched_epoch(self) -> int:
-        return self.batches[-1].epoch if self.batches else 0
+        """The last batch's epoch; for a log with no batch, the epoch of the snapshot it starts at."""
+        if self.batches:
+            return self.batches[-1].epoch
+        at_start = self._snapshot_at(self.start)
+        return at_start.epoch if at_start is not None else 0
 
     def epoch_end(self, epoch: int) -> OffsetAndEpoch | None:
-        return self.history.end_offset_for(epoch, len(self.batches))
+        return self.history.end_offset_for(epoch, self.log_end_offset)
 
     def earliest_snapshot(self) -> OffsetAndEpoch | None:
-        return None
+        return min(self.snapshots, key=lambda s: s.offset) if self.snapshots else None
 
     def latest_snapshot(self) -> OffsetAndEpoch | None:
-        return None
+        return max(self.snapshots, key=lambda s: s.offset) if self.snapshots else None
 
     def read(self, offset: int, max_bytes: int) -> bytes:
+        assert offset >= self.start, f"a read at {offset}, below the log start {self.start}"
         out: list[bytes] = []
         size = 0
-        for batch in self.batches[offset : self.flushed]:
+        for batch in self.batches[offset - self.start : self.flushed - self.start]:
             if out and size + len(batch.raw) > max_bytes:
                 break
             out.append(batch.raw)
@@ -102,22 +116,47 @@ class SimLog:
         return b"".join(out)
 
     def snapshot_chunk(self, snapshot: OffsetAndEpoch, position: int, max_bytes: int) -> tuple[int, bytes] | None:
-        return None
+        data = self.snapshots.get(snapshot)
+        if data is None:
+            return None
+        return len(data), data[position : position + max_bytes] if 0 <= position < len(data) else b""
+
+    # reads
+    def batch_at(self, offset: int) -> _Batch | None:
+        """The batch at ``offset``; None below the log start (a snapshot holds it now) or past the end."""
+        return self.batches[offset - self.start] if self.start <= offset < self.log_end_offset else None
+
+    def value_before(self, offset: int) -> int:
+        """The counter's value after the records below ``offset``."""
+        for i in range(min(offset, self.log_end_offset) - 1, self.start - 1, -1):
+            value = self.batches[i - self.start].value
+            if value is not None:
+                return value
+        at_start = self._snapshot_at(self.start)
+        return snapshot_value(self.snapshots[at_start]) if at_start is not None else 0
+
+    def last_value(self) -> int:
+        return self.value_before(self.log_end_offset)
+
+    def _snapshot_at(self, offset: int) -> OffsetAndEpoch | None:
+        return next((s for s in self.snapshots if s.offset == offset), None)
 
     # writes
     def _add(self, batch: _Batch) -> None:
-        assert batch.base == len(self.batches), (batch.base, len(self.batches))
+        assert batch.base == self.log_end_offset, (batch.base, self.log_end_offset)
         self.batches.append(batch)
         self.history.observe(batch.epoch, batch.base)
 
     def append_value(self, value: int, epoch: int) -> None:
-        raw = encode_batch(len(self.batches), [_VALUE.pack(value)], timestamp_ms=0, leader_epoch=epoch)
-        self._add(_Batch(len(self.batches), epoch, raw, value))
+        base = self.log_end_offset
+        self._add(_Batch(base, epoch, encode_batch(base, [_VALUE.pack(value)], timestamp_ms=0, leader_epoch=epoch),
+                         value))  # fmt: skip
 
     def append_control(self, message: Any, epoch: int) -> None:
         key, value = encode_control_record(message)
-        raw = encode_batch(len(self.batches), [value], keys=[key], timestamp_ms=0, leader_epoch=epoch, control=True)
-        self._add(_Batch(len(self.batches), epoch, raw, None))
+        base = self.log_end_offset
+        raw = encode_batch(base, [value], keys=[key], timestamp_ms=0, leader_epoch=epoch, control=True)
+        self._add(_Batch(base, epoch, raw, None))
 
     def append_raw(self, records: bytes) -> None:
         for b in iter_batches(records):
@@ -127,22 +166,68 @@ class SimLog:
             self._add(_Batch(b.base_offset, b.leader_epoch, bytes(raw), value))
 
     def truncate_to(self, offset: int) -> None:
-        del self.batches[offset:]
+        if offset < self.start:
+            raise InvariantViolation(f"a truncation to {offset}, below the log start {self.start}")
+        del self.batches[offset - self.start :]
         self.flushed = min(self.flushed, offset)
         self.history.truncate_from_end(offset)
 
     def flush(self) -> None:
-        self.flushed = len(self.batches)
+        self.flushed = self.log_end_offset
 
     def crash(self) -> None:
-        """A hard kill: what was not flushed is gone (``MockLog.reopen``)."""
+        """A hard kill: what was not flushed is gone (``MockLog.reopen``); snapshots stay."""
         self.truncate_to(self.flushed)
 
-    def last_value(self) -> int:
-        for batch in reversed(self.batches):
-            if batch.value is not None:
-                return batch.value
-        return 0
+    # snapshots
+    def take_snapshot(self, offset: int) -> OffsetAndEpoch | None:
+        """Snapshot the state at ``offset`` (committed and flushed), if it is past the newest snapshot."""
+        latest = self.latest_snapshot()
+        if offset <= max(self.start, latest.offset if latest is not None else 0) or offset > self.flushed:
+            return None
+        batch = self.batch_at(offset - 1)
+        assert batch is not None
+        snapshot = OffsetAndEpoch(offset, batch.epoch)
+        self.snapshots[snapshot] = snapshot_bytes(self.value_before(offset))
+        return snapshot
+
+    def delete_before_latest_snapshot(self) -> None:
+        """Move the log start to the newest snapshot (``deleteBeforeSnapshot``): older records and snapshots
+        go, and the epoch history starts there (``LeaderEpochFileCache.truncateFromStart``)."""
+        latest = self.latest_snapshot()
+        if latest is None or latest.offset <= self.start:
+            return
+        del self.batches[: latest.offset - self.start]
+        self.start = latest.offset
+        self.snapshots = {s: d for s, d in self.snapshots.items() if s.offset >= self.start}
+        entries = self.history.entries()
+        self.history = EpochHistory()
+        for i, (epoch, first) in enumerate(entries):
+            if i + 1 == len(entries) or entries[i + 1][1] > self.start:
+                self.history.observe(epoch, max(first, self.start))
+
+    def install(self, snapshot: OffsetAndEpoch, data: bytes) -> bool:
+        """A downloaded snapshot, complete: keep it, and start the log at it when it is past the log
+        (``MetadataLog.truncate_to_latest_snapshot``)."""
+        self.snapshots[snapshot] = data
+        newest = self.latest_snapshot()
+        assert newest is not None
+        last_epoch = max(self.batches[-1].epoch if self.batches else 0, 0)
+        if not (newest.epoch > last_epoch or (newest.epoch == last_epoch and newest.offset > self.log_end_offset)):
+            return False
+        self.batches, self.start, self.flushed = [], newest.offset, newest.offset
+        self.history = EpochHistory()
+        self.snapshots = {s: d for s, d in self.snapshots.items() if s.offset >= self.start}
+        return True
+
+
+def snapshot_bytes(value: int) -> bytes:
+    """A snapshot of the counter: its value, then padding so that a download takes a few chunks."""
+    return _VALUE.pack(value) + bytes(range(256)) * 2
+
+
+def snapshot_value(data: bytes) -> int:
+    return int(_VALUE.unpack_from(data)[0])
 
 
 @dataclass
@@ -161,6 +246,9 @@ class Node:
     fetch_pending: int | None = None  # observer: request id in flight
     flush_scheduled: bool = False
     shutting_down: bool = False
+    fetch_api: int = ApiKey.FETCH  # observer: the API of the request in flight (Fetch or FetchSnapshot)
+    download: tuple[OffsetAndEpoch, bytearray] | None = None  # a snapshot being fetched
+    installed: int = 0  # snapshots installed from a leader
 
 
 class Cluster:
@@ -181,9 +269,11 @@ class Cluster:
         self.loss = 0.01  # the share of messages dropped
         self.slow = 0.1  # the share of messages delayed 5-250 ms
         self.events_run = 0
+        self.snapshots_taken = 0
         for node in self.nodes.values():
             self.start(node.node_id)
         self._schedule(self.rng.randint(5, 20), self._append_tick)
+        self._schedule(self.rng.randint(50, 150), self._snapshot_tick)
 
     # --- scheduling ---------------------------------------------------------------------------------
     def _schedule(self, delay: int, event: Callable[[], None]) -> None:
@@ -224,6 +314,7 @@ class Cluster:
         node = self.nodes[node_id]
         node.alive, node.incarnation, node.shutting_down = True, node.incarnation + 1, False
         node.high_watermark, node.parked, node.fetch_pending, node.tick_at = -1, [], None, -1
+        node.download = None  # a partial download does not survive a restart (the .part file is removed)
         if node.is_voter:
             node.voter = RaftVoter(node_id=node_id, cluster_id=CLUSTER_ID, voters=self.voter_ids, log=node.log,
                                    endpoints={LISTENER: ("sim", 9000 + node_id)}, config=self.config,
@@ -236,7 +327,7 @@ class Cluster:
 
     def kill(self, node_id: int, *, wipe: bool = False) -> None:
         node = self.nodes[node_id]
-        node.alive, node.voter, node.observer, node.parked = False, None, None, []
+        node.alive, node.voter, node.observer, node.parked, node.download = False, None, None, [], None
         node.log.crash()
         if wipe:
             node.log, node.stored = SimLog(), None
@@ -353,8 +444,29 @@ class Cluster:
                 self._release_parked(node, all_of_them=True)
             elif isinstance(action, obs.HighWatermarkUpdated):
                 self._advance_hw(node, action.offset)
+            elif isinstance(action, _SNAPSHOT_ACTIONS):
+                self._download(node, action)
             elif not isinstance(action, obs.LeaderChanged):
                 raise AssertionError(f"unexpected action {action!r}")
+
+    def _download(self, node: Node, action: Any) -> None:
+        """FetchSnapshot's actions, as ``FollowerLog`` carries them out: chunks in order, then install."""
+        if isinstance(action, obs.StartSnapshotDownload):
+            node.download = (action.snapshot, bytearray())
+        elif isinstance(action, obs.WriteSnapshotChunk):
+            if node.download is None or node.download[0] != action.snapshot or action.position != len(node.download[1]):
+                raise InvariantViolation(f"node {node.node_id}: chunk {action.snapshot}@{action.position} out of order")
+            node.download[1].extend(action.data)
+        elif isinstance(action, obs.InstallSnapshot):
+            if node.download is None or node.download[0] != action.snapshot:
+                raise InvariantViolation(f"node {node.node_id}: {action.snapshot} complete with no download open")
+            data = bytes(node.download[1])
+            node.download = None
+            self._check_snapshot(node, action.snapshot, data)
+            if node.log.install(action.snapshot, data):
+                node.installed += 1
+        elif isinstance(action, obs.AbortSnapshotDownload):
+            node.download = None
 
     def _persist(self, node: Node, state: ElectionState) -> None:
         if (
@@ -375,13 +487,15 @@ class Cluster:
     def _commit(self, node: Node, offset: int) -> None:
         """``ConsistentCommittedData``: a committed offset holds the same value everywhere, and data values
         follow each other by one (``ReplicatedCounter``)."""
-        value = node.log.batches[offset].value
+        batch = node.log.batch_at(offset)
+        if batch is None:
+            return  # below the log start: a snapshot installed over it, checked by _check_snapshot
+        value = batch.value
         seen = self.committed.setdefault(offset, value)
         if seen != value:
             raise InvariantViolation(f"node {node.node_id} committed {value} at {offset}, elsewhere {seen}")
         if value is not None:
-            previous = next((node.log.batches[i].value for i in range(offset - 1, -1, -1)
-                             if node.log.batches[i].value is not None), 0)  # fmt: skip
+            previous = node.log.value_before(offset)
             if value != previous + 1:
                 raise InvariantViolation(f"node {node.node_id}: committed {value} at {offset} after {previous}")
 
@@ -429,23 +543,49 @@ class Cluster:
 
         self._schedule(self.rng.randint(1, 3), flush)
 
+    # --- snapshots ----------------------------------------------------------------------------------
+    def _snapshot_tick(self) -> None:
+        """Every node may snapshot its committed state and then delete the log below it (each node makes its
+        own snapshots from its own state, as Kafka's SnapshotGenerator does)."""
+        for node in self.alive_nodes():
+            if self.rng.random() < 0.5:
+                continue
+            snapshot = node.log.take_snapshot(min(node.high_watermark, node.log.flushed))
+            if snapshot is None:
+                continue
+            self.snapshots_taken += 1
+            self._check_snapshot(node, snapshot, node.log.snapshots[snapshot])
+            if self.rng.random() < 0.6:
+                node.log.delete_before_latest_snapshot()
+        self._schedule(self.rng.randint(50, 150), self._snapshot_tick)
+
+    def _check_snapshot(self, node: Node, snapshot: OffsetAndEpoch, data: bytes) -> None:
+        """``ConsistentCommittedData`` for a snapshot: it holds the committed counter value at its offset."""
+        values = [self.committed.get(i) for i in range(snapshot.offset)]
+        expected = next((v for v in reversed(values) if v is not None), 0)
+        if snapshot_value(data) != expected:
+            raise InvariantViolation(f"node {node.node_id}: snapshot {snapshot} holds {snapshot_value(data)}, "
+                                     f"the committed value there is {expected}")  # fmt: skip
+
     # --- observers (brokers) ------------------------------------------------------------------------
-    def _observer_fetch(self, node: Node) -> None:
+    def _observer_fetch(self, node: Node, *, rediscover: bool = False) -> None:
+        """The next Fetch (or FetchSnapshot) to the leader; after a timeout, or with no leader known, to a
+        random voter, which names the leader (``MetadataFollower`` tries a bootstrap server when the leader does
+        not answer, and keeps what it knows of the leader and its download)."""
         observer = node.observer
         if not node.alive or observer is None:
             return
         leader = observer.leader_id
-        destination = leader if leader is not None else self.rng.choice(self.voter_ids)
+        destination = leader if leader is not None and not rediscover else self.rng.choice(self.voter_ids)
         api_key, version, body = observer.next_request(node.log)
         request_id = next(self._request_ids)
-        node.fetch_pending = request_id
+        node.fetch_pending, node.fetch_api = request_id, api_key
         self._send_request(node, destination, api_key, version, body, request_id)
         incarnation = node.incarnation
 
         def timeout() -> None:
             if node.alive and node.incarnation == incarnation and node.fetch_pending == request_id:
-                observer.leader_id = None  # ask another voter who leads
-                self._observer_fetch(node)
+                self._observer_fetch(node, rediscover=True)
 
         self._schedule(self.config.request_timeout_ms, timeout)
 
@@ -453,7 +593,7 @@ class Cluster:
         assert node.observer is not None
         node.fetch_pending = None
         delay = 0
-        for action in node.observer.on_response(ApiKey.FETCH, response, node.log):
+        for action in node.observer.on_response(node.fetch_api, response, node.log):
             if isinstance(action, obs.Backoff):
                 delay = self.config.retry_backoff_ms
             elif isinstance(action, obs.AppendBatches):
@@ -463,6 +603,8 @@ class Cluster:
                 node.log.truncate_to(action.offset)
             elif isinstance(action, obs.HighWatermarkUpdated):
                 self._advance_hw(node, action.offset)
+            elif isinstance(action, _SNAPSHOT_ACTIONS):
+                self._download(node, action)
         self._schedule(delay, lambda: self._observer_fetch(node) if node.fetch_pending is None else None)
 
     # --- invariants ---------------------------------------------------------------------------------
@@ -479,6 +621,9 @@ class Cluster:
                     if reached < majority(len(self.voter_ids)):
                         raise InvariantViolation(f"HW {hw} but only {reached} voters have it: {self.describe()}")
         for node in self.nodes.values():
+            log = node.log  # SnapshotAtLogStart
+            if log.start > 0 and not any(s.offset == log.start for s in log.snapshots):
+                raise InvariantViolation(f"node {node.node_id}: log start {log.start} with no snapshot there")
             state = node.stored
             if state is None:
                 continue
@@ -496,9 +641,13 @@ class Cluster:
     def check_committed(self) -> None:
         """``ConsistentCommittedData`` over every node's log at the end."""
         for node in self.nodes.values():
-            for offset in range(min(node.high_watermark, node.log.log_end_offset)):
-                if self.committed.get(offset, node.log.batches[offset].value) != node.log.batches[offset].value:
+            for offset in range(node.log.start, min(node.high_watermark, node.log.log_end_offset)):
+                batch = node.log.batch_at(offset)
+                assert batch is not None
+                if self.committed.get(offset, batch.value) != batch.value:
                     raise InvariantViolation(f"node {node.node_id} holds another value at committed offset {offset}")
+            for snapshot, data in node.log.snapshots.items():
+                self._check_snapshot(node, snapshot, data)
 
     def all_reached(self, hw: int, nodes: list[int] | None = None) -> bool:
         ids = nodes if nodes is not None else [n.node_id for n in self.alive_nodes()]

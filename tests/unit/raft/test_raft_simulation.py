@@ -221,3 +221,30 @@ def test_a_split_vote_after_simultaneous_fetch_timeouts_is_broken_by_the_random_
     target = cluster.max_hw() + 10
     cluster.run_until(lambda: cluster.all_reached(target, [n.node_id for n in followers]))
     _finish(cluster)
+
+
+@pytest.mark.parametrize("role", ["voter", "observer"])
+@pytest.mark.parametrize("seed", range(SEEDS))
+def test_a_replica_behind_the_leaders_log_start_catches_up_from_a_snapshot(seed: int, role: str) -> None:
+    """SnapshotAtLogStart in use: a follower (or a broker) is down while the leader snapshots and deletes its log
+    below the snapshot; back up, it gets SNAPSHOT for its fetch offset, downloads the snapshot with
+    FetchSnapshot, starts its log there (``truncateToLatestSnapshot``) and reaches the high watermark. The
+    snapshot must hold the committed counter value at its offset (checked on install)."""
+    cluster = Cluster(seed, 3, 1)
+    cluster.run_until(lambda: cluster.all_reached(10))
+    leader = _leader_id(cluster)
+    lagging = 3 if role == "observer" else next(v for v in cluster.voter_ids if v != leader)
+    cluster.kill(lagging)
+    behind = cluster.nodes[lagging].log.log_end_offset
+    cluster.run_until(lambda: cluster.all_reached(behind + 20, [n for n in cluster.voter_ids if n != lagging]))
+    current = cluster.leader()
+    assert current is not None
+    log = current.log
+    log.take_snapshot(min(current.high_watermark, log.flushed))  # None when a newer one was taken meanwhile
+    log.delete_before_latest_snapshot()
+    assert log.start > behind, (log.start, behind)
+    cluster.start(lagging)
+    target = cluster.max_hw() + 10
+    cluster.run_until(lambda: cluster.all_reached(target))
+    assert cluster.nodes[lagging].installed >= 1
+    _finish(cluster)
