@@ -13,6 +13,9 @@ from ksteward.authorizer import SUPPORTED_OPERATIONS, AclOperation, AuditEvent, 
 from ksteward.broker.context import Node, RequestContext
 from ksteward.protocol.apis import api_name
 
+#: ``Errors.CLUSTER_AUTHORIZATION_FAILED.message()``: the error message Kafka's error responses carry with it.
+CLUSTER_DENIED_MESSAGE = "Cluster authorization failed."
+
 
 def authorize(
     node: Node,

@@ -25,6 +25,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from kio.schema.errors import ErrorCode
+
 from ksteward.configs.properties import load_properties
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -181,6 +183,27 @@ def ksteward_admin(conn: Connection, *, timeout: float = 30.0) -> Any:
         except (OSError, ValueError) as exc:
             failures.append(f"{address}: {getattr(exc, 'strerror', None) or exc}")
     raise CommandError(f"cannot connect to {'; '.join(failures) or 'no address given'}")
+
+
+def quorum_addresses(conn: Connection) -> list[str]:
+    """Where a request for the KRaft leader goes, one address after the other: each controller listed with
+    ``--bootstrap-controller`` (only the leader answers, the others say NOT_LEADER_OR_FOLLOWER), else the
+    brokers as one bootstrap list (a broker forwards to the active controller)."""
+    if not conn.to_controller:
+        return [conn.bootstrap]
+    return [a.strip() for a in conn.bootstrap.split(",") if a.strip()]
+
+
+def no_leader_answered(refused: Iterable[str]) -> CommandError:
+    return CommandError(f"no controller that leads the quorum answered ({', '.join(refused)}: NOT_LEADER_OR_FOLLOWER)")
+
+
+def raise_for_error(code: int, message: str | None) -> None:
+    """Unless ``code`` is NONE, a :class:`CommandError` ``NAME: message``, with Kafka's error name as its tools
+    print it."""
+    if code != ErrorCode.none:
+        name = ErrorCode(code).name.upper() if code in ErrorCode._value2member_map_ else str(code)
+        raise CommandError(f"{name}: {message or 'no message'}")
 
 
 # --- output ---------------------------------------------------------------------------------------------

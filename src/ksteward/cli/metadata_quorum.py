@@ -24,7 +24,10 @@ from ksteward.cli.admin_common import (
     add_connection_flags,
     connection,
     ksteward_admin,
+    no_leader_answered,
     print_json,
+    quorum_addresses,
+    raise_for_error,
     run_command,
 )
 from ksteward.cli.metadata_quorum_voters import add_voter_commands
@@ -130,11 +133,8 @@ def _describe(args: argparse.Namespace, out: IO[str] | None) -> int:
 
 def fetch_quorum(conn: Connection, *, with_cluster_id: bool) -> tuple[QuorumInfo, str]:
     """The leader's answer; with ``--bootstrap-controller``, from the first listed controller that leads."""
-    addresses = [a.strip() for a in conn.bootstrap.split(",") if a.strip()]
-    if not conn.to_controller:
-        addresses = [conn.bootstrap]  # a broker forwards it to the active controller
     refusals = []
-    for address in addresses:
+    for address in quorum_addresses(conn):
         with ksteward_admin(Connection(address, conn.to_controller, conn.properties)) as admin:
             body = admin.request(ApiKey.DESCRIBE_QUORUM, _REQUEST, max_version=2)
             info = quorum_info(body)
@@ -142,7 +142,7 @@ def fetch_quorum(conn: Connection, *, with_cluster_id: bool) -> tuple[QuorumInfo
                 refusals.append(address)
                 continue
             return info, (_cluster_id(admin) if with_cluster_id else "")
-    raise CommandError(f"no controller that leads the quorum answered ({', '.join(refusals)}: NOT_LEADER_OR_FOLLOWER)")
+    raise no_leader_answered(refusals)
 
 
 _REQUEST = {"topics": [{"topic_name": METADATA_TOPIC_NAME, "partitions": [{"partition_index": METADATA_PARTITION}]}]}
@@ -154,26 +154,20 @@ def _cluster_id(admin: Any) -> str:
         {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False},
         max_version=2,
     )
-    _raise_for(int(body.error_code), body.error_message)
+    raise_for_error(int(body.error_code), body.error_message)
     return str(body.cluster_id)
-
-
-def _raise_for(code: int, message: str | None) -> None:
-    if code != ErrorCode.none:
-        name = ErrorCode(code).name.upper() if code in ErrorCode._value2member_map_ else str(code)
-        raise CommandError(f"{name}: {message or 'no message'}")
 
 
 def quorum_info(body: Any) -> QuorumInfo | None:
     """A DescribeQuorum response as ``QuorumInfo``; None when the replica asked does not lead. Any other error
     is a :class:`CommandError` with Kafka's error name (as ``KafkaAdminClient.describeMetadataQuorum`` fails)."""
-    _raise_for(int(body.error_code), getattr(body, "error_message", None))
+    raise_for_error(int(body.error_code), getattr(body, "error_message", None))
     if len(body.topics) != 1 or len(body.topics[0].partitions) != 1:
         raise CommandError("the controller's DescribeQuorum answer did not describe one partition")
     partition = body.topics[0].partitions[0]
     if partition.error_code == ErrorCode.not_leader_or_follower:
         return None
-    _raise_for(int(partition.error_code), getattr(partition, "error_message", None))
+    raise_for_error(int(partition.error_code), getattr(partition, "error_message", None))
     endpoints = {
         int(n.node_id): tuple(_endpoint(listener.name, listener.host, int(listener.port)) for listener in n.listeners)
         for n in getattr(body, "nodes", ())

@@ -20,9 +20,19 @@ from typing import IO, Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.cli.admin_common import CommandError, Connection, UsageError, connection, ksteward_admin, run_command
+from ksteward.cli.admin_common import (
+    CommandError,
+    Connection,
+    UsageError,
+    connection,
+    ksteward_admin,
+    no_leader_answered,
+    quorum_addresses,
+    raise_for_error,
+    run_command,
+)
 from ksteward.configs.server_config import ConfigError, ServerConfig, parse_server_config
-from ksteward.metadata.meta_properties import FILE_NAME
+from ksteward.metadata.meta_properties import FILE_NAME, read_meta_properties
 from ksteward.metadata.records.kafka_json import kafka_uuid, parse_kafka_uuid
 from ksteward.protocol.apis import ApiKey
 
@@ -110,18 +120,16 @@ def _remove_controller(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _send(conn: Connection, api_key: int, values: dict[str, Any], *, max_version: int) -> None:
     """Send to a broker (it forwards), or to each listed controller until one that leads answers."""
-    addresses = [a.strip() for a in conn.bootstrap.split(",") if a.strip()] if conn.to_controller else [conn.bootstrap]
-    for address in addresses:
+    refusals = []
+    for address in quorum_addresses(conn):
         with ksteward_admin(Connection(address, conn.to_controller, conn.properties)) as admin:
             body = admin.request(api_key, values, max_version=max_version)
-        code = int(body.error_code)
-        if code == ErrorCode.not_leader_or_follower and conn.to_controller:
+        if conn.to_controller and body.error_code == ErrorCode.not_leader_or_follower:
+            refusals.append(address)
             continue
-        if code != ErrorCode.none:
-            name = ErrorCode(code).name.upper() if code in ErrorCode._value2member_map_ else str(code)
-            raise CommandError(f"{name}: {body.error_message or 'no message'}")
+        raise_for_error(int(body.error_code), body.error_message)
         return
-    raise CommandError(f"no controller that leads the quorum answered ({', '.join(addresses)}: NOT_LEADER_OR_FOLLOWER)")
+    raise no_leader_answered(refusals)
 
 
 def _controller_config(properties: Any) -> ServerConfig:
@@ -141,29 +149,21 @@ def _directory_id(config: ServerConfig) -> uuid.UUID:
     start)."""
     path = config.metadata_log_dir / FILE_NAME
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc} (start the controller once first)") from None
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() == "directory.id":
-            try:
-                return parse_kafka_uuid(value.strip())
-            except ValueError:
-                break
-    raise CommandError(f"no valid directory.id in {path}")
+        text = read_meta_properties(config.metadata_log_dir).get("directory.id", "")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise CommandError(f"cannot read {path}: {reason} (start the controller once first)") from None
+    try:
+        return parse_kafka_uuid(text)
+    except ValueError:
+        raise CommandError(f"no valid directory.id in {path}") from None
 
 
 def controller_endpoints(config: ServerConfig) -> list[tuple[str, str, int]]:
-    """The controller listeners as (name, host, port): advertised where advertised (KIP-853 lets a controller
-    advertise them), else as listened on; an unset host is localhost."""
-    endpoints = []
-    for name in config.controller_listener_names:
-        advertised = [e for e in config.advertised_controller_listeners if e.name == name]
-        listened = [e for e in config.listeners if e.name == name]
-        chosen = (advertised or listened)[:1]
-        if chosen:
-            endpoints.append((name, chosen[0].host or "localhost", int(chosen[0].port)))
+    """Each controller listener as (name, host, port), where other nodes reach it
+    (``ServerConfig.advertised_controller_endpoint``)."""
+    endpoints = [(name, *endpoint) for name in config.controller_listener_names
+                 if (endpoint := config.advertised_controller_endpoint(name)) is not None]  # fmt: skip
     if not endpoints:
         raise CommandError(f"node {config.node_id} has no controller listener (controller.listener.names)")
     return endpoints

@@ -117,6 +117,15 @@ class ServerConfig:
     def is_broker(self) -> bool:
         return "broker" in self.process_roles
 
+    def advertised_controller_endpoint(self, name: str) -> tuple[str, int] | None:
+        """Where controller listener ``name`` is reached: its entry in ``advertised.listeners`` (KIP-853), else the
+        listener itself with an unset host as ``localhost`` (Kafka's ``effectiveAdvertisedControllerListeners``);
+        None when no listener has that name."""
+        for endpoint in (*self.advertised_controller_listeners, *self.listeners):
+            if endpoint.name == name:
+                return endpoint.host or "localhost", endpoint.port
+        return None
+
     @property
     def is_controller(self) -> bool:
         return "controller" in self.process_roles

@@ -44,6 +44,11 @@ def _parse(path: Path) -> dict[str, str]:
     return props
 
 
+def read_meta_properties(directory: Path) -> dict[str, str]:
+    """The keys of ``meta.properties`` in ``directory``; OSError when it cannot be read."""
+    return _parse(directory / FILE_NAME)
+
+
 def _write(path: Path, meta: MetaProperties) -> None:
     text = (
         f"#\n#{time.strftime('%a %b %d %H:%M:%S %Z %Y')}\n"

@@ -214,9 +214,8 @@ class Server:
         )
         # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
         # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
-        controller_endpoints = {e.name: (e.host or "localhost", e.port) for e in cfg.listeners
-                                if e.name in cfg.controller_listener_names}  # fmt: skip
-        controller_endpoints |= {e.name: (e.host, e.port) for e in cfg.advertised_controller_listeners}
+        controller_endpoints = {name: address for name in cfg.controller_listener_names
+                                if (address := cfg.advertised_controller_endpoint(name)) is not None}  # fmt: skip
         self._raft = RaftService(node_id=cfg.node_id, cluster_id=self._cluster_id, epoch=self._committer.epoch,
                                  metadata_log=metadata_log, endpoints=controller_endpoints)  # fmt: skip
         self._committer.publish_hooks.append(self._raft.on_publish)

@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.configs.server_config import ServerConfig
 from ksteward.raft.describe_quorum import VoterNode, describe_quorum_response, top_level_error
@@ -28,8 +28,6 @@ __all__ = ["QuorumProvider", "clock_ms", "handle_describe_quorum", "on_wall_cloc
 
 #: What DescribeQuorum reports: the leader's view, or None when this replica does not lead.
 QuorumProvider = Callable[[], QuorumDescription | None]
-
-_CLUSTER_DENIED = "Cluster authorization failed."
 
 
 def clock_ms() -> int:
@@ -82,14 +80,14 @@ def voter_nodes(config: ServerConfig) -> tuple[VoterNode, ...]:
     name = config.controller_listener_names[0]
     if config.quorum_voters:
         return tuple(VoterNode(v.node_id, ((name, v.host, v.port),)) for v in config.quorum_voters)
-    own = [e for e in (*config.advertised_controller_listeners, *config.listeners) if e.name == name]
-    if not own:
+    own = config.advertised_controller_endpoint(name)
+    if own is None:
         return ()
-    return (VoterNode(config.node_id, ((name, own[0].host or "localhost", own[0].port),)),)
+    return (VoterNode(config.node_id, ((name, *own),)),)
 
 
 async def handle_describe_quorum(node: Node, ctx: RequestContext, request: Any) -> Any:
     if not authorize(node, ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return top_level_error(ctx.api_version, ErrorCode.cluster_authorization_failed, _CLUSTER_DENIED)
+        return top_level_error(ctx.api_version, ErrorCode.cluster_authorization_failed, CLUSTER_DENIED_MESSAGE)
     description = quorum_provider(node)()
     return describe_quorum_response(request, ctx.api_version, description, voter_nodes(node.config))

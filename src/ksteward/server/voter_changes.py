@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
@@ -25,8 +25,6 @@ from ksteward.protocol.codec import response_class
 from ksteward.raft.voter_changes import QuorumView, VoterChangeAnswer, add_voter, remove_voter
 
 __all__ = ["handle_add_raft_voter", "handle_remove_raft_voter", "quorum_view"]
-
-_CLUSTER_DENIED = "Cluster authorization failed."
 
 
 def quorum_view(node: Node) -> QuorumView:
@@ -57,6 +55,6 @@ def _handle(api_key: int, decide: Callable[[QuorumView, Any], VoterChangeAnswer]
     if authorize(node, ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         answer = decide(quorum_view(node), request)
     else:
-        answer = VoterChangeAnswer(ErrorCode.cluster_authorization_failed, _CLUSTER_DENIED)
+        answer = VoterChangeAnswer(ErrorCode.cluster_authorization_failed, CLUSTER_DENIED_MESSAGE)
     values = {"throttle_time": 0, "error_code": answer.error, "error_message": answer.message}
     return build(response_class(api_key, ctx.api_version), values)
