@@ -23,6 +23,11 @@ Sections:
   CPU the latency section measured (a follower's per commit; the leader's beyond one voter's, per follower
   acknowledgement). It shows the ratio this machine allows at all, and how fast it grows with the CPU spent
   on each side of a replication hop.
+- **instructions**: the same commits with every server under valgrind's callgrind (``_harness/callgrind``): the
+  user-space instructions per commit of the leader, of each follower and of a single voter. Unlike CPU time they
+  do not move with the machine's load, so a change to the commit path can be measured with one run. The Raft
+  timeouts are raised (``CALLGRIND_TIMEOUTS``) so that valgrind's slowdown, about 50x, causes no elections.
+  Skipped, with the reason, when valgrind is not installed.
 
 Prints the tables and writes ``bench/results/failover.json``; ``bench/README.md`` has the results.
 """
@@ -37,8 +42,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from bench._harness import callgrind
 from bench._harness.cluster import broker_node, controller_node, new_cluster_id, quorum_nodes, quorum_state
 from bench._harness.cpu import process_cpu_seconds
 from bench._harness.replication_model import measure
@@ -52,6 +58,9 @@ GOAL_P99_S = 3.0  # the issue's goal at Kafka's default timeouts
 GOAL_LATENCY_RATIO = 2.0  # three voters' p50 commit latency <= 2 x one voter's
 LOWERED = {"controller.quorum.election.timeout.ms": "200", "controller.quorum.fetch.timeout.ms": "400"}
 _names = itertools.count()
+#: The instructions section's timeouts: a voter under valgrind runs about 50 times slower.
+CALLGRIND_TIMEOUTS = {"controller.quorum.election.timeout.ms": "15000", "controller.quorum.fetch.timeout.ms": "30000",
+                      "controller.quorum.request.timeout.ms": "60000"}  # fmt: skip
 #: The latency section's measurements, for the floor section that runs after it (µs): the single voter's CPU per
 #: commit, a follower's per commit, and the leader's beyond the single voter's per follower acknowledgement.
 _MEASURED_US: dict[str, float] = {}
@@ -269,6 +278,50 @@ async def section_floor(p: Params, workdir: Path) -> dict[str, Any]:
     return {"leader_us": round(leader_us), "measured_from": source, "rows": rows}
 
 
+async def section_instructions(p: Params, workdir: Path) -> dict[str, Any]:
+    """Instructions per commit on each server, all under callgrind (see the module docstring)."""
+    reason = callgrind.missing()
+    if reason is not None:
+        print(f"\ninstructions per commit: skipped, {reason}")
+        return {"skipped": reason}
+    workdir = workdir / "instructions"
+    workdir.mkdir()
+    kind = callgrind.CallgrindServer
+    voters = [cast(kind, node) for node in quorum_nodes(workdir, new_cluster_id(), 3, overrides=CALLGRIND_TIMEOUTS,
+                                                        kind=kind)]  # fmt: skip
+    single = cast(kind, controller_node(workdir, "single-voter", new_cluster_id(), kind=kind))
+    commits, warmup = (50, 20) if p.quick else (150, 60)
+    rows: list[dict[str, Any]] = []
+    try:
+        for node in voters:
+            await node.spawn()
+        await asyncio.gather(single.start(900.0), *(node.wait_ready(900.0) for node in voters))
+        active = await wait_until(lambda: leader(voters), 600.0, "a leader")
+        client = await FrameClient.connect(active.port)
+        await write_until_acked(client, itertools.count(10**6))
+        client.close()
+        for servers, port in ((voters, active.port), ([single], single.port)):
+            await commit_latencies(port, warmup)
+            for server in servers:
+                await server.instructions()
+            await commit_latencies(port, commits)
+            for server in servers:
+                role = "single voter" if server is single else "leader" if server is active else "follower"
+                per_commit = await server.instructions() / commits
+                rows.append({"server": f"{server.name} ({role})", "instructions_per_commit": round(per_commit)})
+    finally:
+        await reap(single, *voters)
+    one = rows[-1]["instructions_per_commit"]
+    for row in rows:
+        row["vs_single"] = round(row["instructions_per_commit"] / one, 2)
+    three = sum(r["instructions_per_commit"] for r in rows[:-1])
+    print(table(f"instructions per commit under callgrind (user space; {commits} commits after {warmup})",
+                [("server", "server"), ("instructions/commit", "instructions_per_commit"),
+                 ("x single voter", "vs_single")], rows))  # fmt: skip
+    print(f"  three voters together: {three:,} a commit, {three / one:.2f}x the single voter")
+    return {"commits": commits, "rows": rows, "three_voters_total": three, "three_vs_single": round(three / one, 2)}
+
+
 BENCHMARK = Benchmark("failover", "controller failover")
 
 
@@ -278,7 +331,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add("--kills", type=int, help="SIGKILLs of the active controller per failover section (default 20, quick 3)")
     add("--commits", type=int, help="commits per quorum kind and round (default 1000, quick 100)")
     add("--rounds", type=int, default=3, help="interleaved rounds of the commit latency section (default 3)")
-    add("--skip", action="append", default=[], help="a section to leave out (default, lowered, latency, floor)")
+    sections = "default, lowered, latency, floor, instructions"
+    add("--skip", action="append", default=[], help=f"a section to leave out ({sections})")
     return out.parse_args(argv)
 
 
@@ -286,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     p = Params.from_args(args)
     sections = {"default": section_default, "lowered": section_lowered, "latency": section_latency,
-                "floor": section_floor}  # fmt: skip
+                "floor": section_floor, "instructions": section_instructions}  # fmt: skip
     return BENCHMARK.main(args, p, {k: v for k, v in sections.items() if k not in args.skip})
 
 

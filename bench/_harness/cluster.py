@@ -45,9 +45,10 @@ def controller_node(
     data_dir: Path | None = None,
     overrides: Mapping[str, str] | None = None,
     watch: tuple[str, ...] = (),
+    kind: type[ServerProcess] = ServerProcess,
 ) -> ServerProcess:
     """A controller-only node (node 1): its ``port`` is its CONTROLLER listener, which also answers the
-    readiness probe (ApiVersions)."""
+    readiness probe (ApiVersions). ``kind`` may be a subclass (``callgrind.CallgrindServer``)."""
     (port,) = free_ports(1)
     settings = {
         **SECURITY,
@@ -60,7 +61,7 @@ def controller_node(
         "controller.quorum.voters": f"{CONTROLLER_ID}@{HOST}:{port}",
         **(overrides or {}),
     }
-    return ServerProcess(workdir, name, data_dir=data_dir, ports=(port, port), overrides=settings, watch=watch)
+    return kind(workdir, name, data_dir=data_dir, ports=(port, port), overrides=settings, watch=watch)
 
 
 def broker_node(
@@ -97,7 +98,12 @@ def broker_node(
 
 
 def quorum_nodes(
-    workdir: Path, cluster_id: str, count: int, *, overrides: Mapping[str, str] | None = None
+    workdir: Path,
+    cluster_id: str,
+    count: int,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    kind: type[ServerProcess] = ServerProcess,
 ) -> list[ServerProcess]:
     """``count`` controller-only voters (nodes 1..count, ``controller`` 1..count), each listing all of them in
     ``controller.quorum.voters`` (issue 18). Start them together: none is ready alone until a leader exists."""
@@ -116,7 +122,7 @@ def quorum_nodes(
             "controller.quorum.voters": voters,
             **(overrides or {}),
         }
-        nodes.append(ServerProcess(workdir, f"controller{i + 1}", ports=(port, port), overrides=settings))
+        nodes.append(kind(workdir, f"controller{i + 1}", ports=(port, port), overrides=settings))
     return nodes
 
 
