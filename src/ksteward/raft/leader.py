@@ -251,32 +251,31 @@ class RaftLeader:
             or partition.last_fetched_epoch > partition.current_leader_epoch
         ):
             return self._fetch_response(ErrorCode.invalid_request, api_version, listener)
-        response = self.complete_fetch(request, api_version, listener, now_ms)
-        data = response.responses[0].partitions[0]
-        if (
-            data.error_code != ErrorCode.none
-            or data.records
-            or max_wait_ms == 0
-            or data.diverging_epoch.epoch >= 0
-            or data.snapshot_id.epoch >= 0
-        ):
-            return response
-        return ParkedFetch(int(partition.fetch_offset), max_wait_ms, fetch_replica_id(request) in self.voters)
+        # Kafka builds the answer, then parks the request if it is empty (no error, no records, no diverging
+        # epoch, no snapshot id) and may wait; here the empty answer is not built until the wait is over.
+        response = self._complete_fetch(request, api_version, listener, now_ms, may_park=max_wait_ms > 0)
+        if response is None:
+            return ParkedFetch(int(partition.fetch_offset), max_wait_ms, fetch_replica_id(request) in self.voters)
+        return response
 
     def complete_fetch(self, request: Any, api_version: int, listener: str, now_ms: int = -1) -> Any:
         """Kafka's ``tryCompleteFetchRequest``: validate the epoch and the log position and read. As there,
         an unexpected failure is logged and answered ``UNKNOWN_SERVER_ERROR``."""
+        return self._complete_fetch(request, api_version, listener, now_ms, may_park=False)
+
+    def _complete_fetch(self, request: Any, api_version: int, listener: str, now_ms: int, *, may_park: bool) -> Any:
+        """``complete_fetch``; with ``may_park``, None instead of an empty answer that would be parked."""
         try:
             try:
-                return self._try_complete_fetch(request, api_version, listener, now_ms)
+                return self._try_complete_fetch(request, api_version, listener, now_ms, may_park)
             except OffsetOutOfRangeError:
                 # A snapshot let the log start move between the check and the read: check again.
-                return self._try_complete_fetch(request, api_version, listener, now_ms)
+                return self._try_complete_fetch(request, api_version, listener, now_ms, may_park)
         except Exception:
             log.exception("unexpected error completing a Fetch of __cluster_metadata")
             return self._fetch_response(ErrorCode.unknown_server_error, api_version, listener)
 
-    def _try_complete_fetch(self, request: Any, api_version: int, listener: str, now_ms: int) -> Any:
+    def _try_complete_fetch(self, request: Any, api_version: int, listener: str, now_ms: int, may_park: bool) -> Any:
         partition = request.topics[0].partitions[0]
         error = self._leader_only_error(int(partition.current_leader_epoch))
         if error is not None:
@@ -297,6 +296,8 @@ class RaftLeader:
             records = self.log.read(offset, limit)
             if replica_id >= 0:
                 self._record_fetch(replica_id, offset, now_ms)
+            if may_park and not records:
+                return None
         return self._fetch_response(ErrorCode.none, api_version, listener, records, validity, with_hw=True)
 
     def _fetch_response(
