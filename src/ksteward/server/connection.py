@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from random import randrange
 from time import monotonic, perf_counter
 from typing import Any
 
@@ -61,7 +62,7 @@ from ksteward.protocol.framing import FrameParts, frame_bytes
 from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset, with_offset_tag
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
-from ksteward.server.metrics.recorders import FOLD_EVERY, ListenerStats, RequestMetrics, error_codes
+from ksteward.server.metrics.recorders import FOLD_EVERY, NO_RUN, TIMED_GAPS, ListenerStats, RequestMetrics, error_codes
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,8 @@ class Connection:
         sockets = self.listener.socket_metrics
         metrics = self.listener.request_metrics
         pending = metrics.pending if metrics is not None else []
+        run = NO_RUN  # this connection's run of like requests (RequestRun): counting one is an addition
+        untimed = 1  # requests until the next timed one (TIMED_GAPS)
         if sockets is not None:
             sockets.created += 1
         try:
@@ -162,7 +165,13 @@ class Connection:
                     await self._close(event)
                     return
                 self._busy = True  # a request being served is not idleness; a reader that never reads is
-                started = monotonic() if metrics is not None else 0.0  # loop.time()'s clock: see sent below
+                started = 0.0
+                if metrics is not None:
+                    untimed -= 1
+                    # Timed: one in about 16, and the first of a new request type (its run's first is timed).
+                    if untimed <= 0 or not isinstance(event, Request) or event.api_key != run.api_key:
+                        untimed = 0
+                        started = monotonic()  # loop.time()'s clock: see sent below
                 if isinstance(event, AuthenticationReply):
                     response: bytes | FrameParts | None = event.frame
                     self._note_token_login()
@@ -173,20 +182,29 @@ class Connection:
                     log.info("closing connection from %s on %s: the controller refused a forwarded request's version",
                              self.peer, self.listener.name)  # fmt: skip
                     return
-                handled = monotonic() if metrics is not None else 0.0
+                handled = monotonic() if not untimed and metrics is not None else 0.0
                 if type(response) is bytes and len(response) <= _WRITE_SLICE:
                     self.writer.write(response)
                     await self.writer.drain()
                 else:
                     await self._write_in_slices(response)
                 self._last_active = loop.time()
-                if metrics is not None:  # Kafka's RequestChannel.updateRequestMetrics: one row (RequestMetrics.fold)
+                if metrics is not None:  # Kafka's RequestChannel.updateRequestMetrics (RequestMetrics.fold)
                     if isinstance(event, Request):
-                        pending.append((event.api_key, event.api_version, self._codes, len(self.protocol.last_payload)
-                                        + 4, started, handled, self._last_active, self._remote_s))  # fmt: skip
+                        codes = self._codes
+                        if codes == run.codes and event.api_key == run.api_key and event.api_version == run.api_version:
+                            run.count += 1
+                        else:
+                            run = metrics.next_run(run, event.api_key, event.api_version, codes)
+                        if self._remote_s:  # every forwarded request's wait for the controller
+                            metrics.remote_waits.append((event.api_key, self._remote_s))
+                        if not untimed:
+                            pending.append((event.api_key, event.api_version, codes, len(self.protocol.last_payload)
+                                            + 4, started, handled, self._last_active, self._remote_s))  # fmt: skip
+                            untimed = randrange(*TIMED_GAPS)
+                            if len(pending) >= FOLD_EVERY:
+                                metrics.fold()
                         self._codes, self._remote_s = (), 0.0
-                        if len(pending) >= FOLD_EVERY:
-                            metrics.fold()
                     elif isinstance(event, UnsupportedApiVersionsRequest):
                         self._record_unsupported(metrics, started, handled, self._last_active)
                 if sockets is not None and not self._authenticated and self.protocol.authenticated:
@@ -200,6 +218,7 @@ class Connection:
             what = f"closing connection from {self.peer} on {self.listener.name} after an internal error"
             log_failure(log, what, exc, stack_level=logging.ERROR)
         finally:
+            run.open = False  # its requests are counted at the next fold, and it is then dropped
             if sockets is not None:
                 sockets.closed += 1
             if self._idle_timer is not None:
@@ -242,6 +261,7 @@ class Connection:
         """An ApiVersions request above the served versions, answered with UNSUPPORTED_VERSION in v0 (KIP-511)."""
         codes = (int(ErrorCode.unsupported_version),)
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
+        metrics.next_run(NO_RUN, int(ApiKey.API_VERSIONS), 0, codes).open = False
         metrics.pending.append((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, sent, 0.0))
 
     def _keep_for_metrics(self, response: Any) -> None:

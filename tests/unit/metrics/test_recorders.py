@@ -17,7 +17,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.server.metrics import MetricsSettings, metrics_settings
 from ksteward.server.metrics.collectors import RateWindow
 from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, RecentWindow
-from ksteward.server.metrics.recorders import Observation, RequestMetrics, error_codes
+from ksteward.server.metrics.recorders import NO_RUN, Observation, RequestMetrics, RequestRun, error_codes
 
 
 def test_quantiles_interpolate_inside_the_bucket() -> None:
@@ -121,31 +121,69 @@ def _row(key: int, version: int, codes: tuple[int, ...], local_s: float, remote_
     return (key, version, codes, 64, 10.0, handled, handled + 0.001, remote_s)
 
 
+Served = tuple[int, int, tuple[int, ...], float, float]  # api key, version, error codes, local and remote seconds
+
+
+def _serve(metrics: RequestMetrics, requests: list[Served], timed: list[bool] | None = None, run: RequestRun = NO_RUN,
+           *, close: bool = True) -> RequestRun:  # fmt: skip
+    """Record ``requests`` as one connection's serve loop does (``server.connection.Connection.serve``): each is
+    counted into the connection's run, its wait for the controller kept when it was forwarded, and it is timed
+    when ``timed`` says so or when its api key differs from the run's (the first request of a new type)."""
+    for i, (key, version, codes, local_s, remote_s) in enumerate(requests):
+        is_timed = (timed[i] if timed is not None else True) or key != run.api_key
+        if codes == run.codes and key == run.api_key and version == run.api_version:
+            run.count += 1
+        else:
+            run = metrics.next_run(run, key, version, codes)
+        if remote_s:
+            metrics.remote_waits.append((key, remote_s))
+        if is_timed:
+            metrics.pending.append(_row(key, version, codes, local_s, remote_s))
+    if close:
+        run.open = False
+    return run
+
+
 def test_a_fold_counts_every_request_and_error_exactly() -> None:
     metrics = RequestMetrics()
     pending = metrics.pending
-    pending.extend(_row(3, 12, (0,), 0.002) for _ in range(1_000))
-    pending.extend(_row(3, 11, (0, 3), 0.002) for _ in range(37))
-    pending.extend(_row(29, 3, (31,), 0.004, remote_s=0.02) for _ in range(5))
+    requests: list[Served] = [(3, 12, (0,), 0.002, 0.0)] * 1_000 + [(3, 11, (0, 3), 0.002, 0.0)] * 37
+    requests += [(29, 3, (31,), 0.004, 0.02)] * 5
+    _serve(metrics, requests, [i % 16 == 0 for i in range(len(requests))])  # one in 16 timed, as a connection
+    assert len(pending) < len(requests) // 8
     metrics.fold()
     assert metrics.pending is pending and not pending  # connections keep the list: it is emptied, not replaced
+    assert metrics.runs == []  # the connection's runs are closed: counted, then dropped
     metadata, acls = metrics.by_api[3], metrics.by_api[29]
     assert metadata.by_version == {12: 1_000, 11: 37} and metadata.errors == {0: 1_037, 3: 37}
     assert acls.by_version == {3: 5} and acls.errors == {31: 5}
-    # Sampled or not, every histogram counts every request, and the sums stay whole-batch figures.
+    # Timed or not, every histogram counts every request, and the sums stay whole-batch figures.
     for h in (metadata.total, metadata.local, metadata.send, metadata.request_bytes):
         assert h.count == 1_037
     assert metadata.total.sum == pytest.approx(1_037 * 3.0)  # 2 ms handling + 1 ms sending, in ms
     assert metadata.request_bytes.sum == pytest.approx(1_037 * 64)
     assert metadata.remote.count == 0
-    assert acls.remote.count == 5 and acls.remote.sum == pytest.approx(5 * 20.0)
+    assert acls.remote.count == 5 and acls.remote.sum == pytest.approx(5 * 20.0)  # every forwarded one
     assert acls.local.sum == pytest.approx(5 * 4.0)  # the handler's time less the wait for the controller
+
+
+def test_an_open_run_is_counted_at_every_fold_and_kept_until_it_closes() -> None:
+    metrics = RequestMetrics()
+    run = _serve(metrics, [(18, 3, (0,), 0.001, 0.0)] * 10, [False] * 10, close=False)
+    metrics.fold()
+    assert metrics.runs == [run] and metrics.by_api[18].requests == 10
+    run = _serve(metrics, [(18, 3, (0,), 0.001, 0.0)] * 5, [False] * 5, run)  # the same run goes on, then closes
+    metrics.fold()
+    stats = metrics.by_api[18]
+    assert metrics.runs == [] and stats.requests == 15 and stats.errors == {0: 15}
+    # The second fold timed none of its five: the first fold's timed request stands for them.
+    assert stats.total.count == 15 and stats.total.sum == pytest.approx(15 * 2.0)
 
 
 def test_a_large_batch_is_timed_from_a_sample_that_a_repeating_pattern_cannot_fool() -> None:
     metrics = RequestMetrics()
-    # 1,000 requests, one in every 31 slow: a sample of every 31st row (1,000 // 32) would hold only slow ones.
-    metrics.pending.extend(_row(18, 3, (0,), 0.2 if i % 31 == 0 else 0.0001) for i in range(1_000))
+    # 1,000 timed requests, one in every 31 slow: a sample of every 31st row (1,000 // 32) would hold only slow ones.
+    _serve(metrics, [(18, 3, (0,), 0.2 if i % 31 == 0 else 0.0001, 0.0) for i in range(1_000)])
     metrics.fold()
     total = metrics.by_api[18].total
     assert total.count == 1_000
@@ -154,17 +192,35 @@ def test_a_large_batch_is_timed_from_a_sample_that_a_repeating_pattern_cannot_fo
 
 @given(
     st.lists(
-        st.tuples(st.sampled_from((3, 18, 29)), st.integers(0, 3), st.sampled_from(((0,), (0, 3), (), (31, 31)))),
+        st.tuples(
+            st.sampled_from((3, 18, 29)),
+            st.integers(0, 3),
+            st.sampled_from(((0,), (0, 3), (), (31, 31))),
+            st.booleans(),  # timed
+            st.booleans(),  # forwarded
+            st.booleans(),  # a fold (a scrape, or FOLD_EVERY reached) after it
+        ),
         max_size=300,
-    )
+    ),
+    st.integers(1, 3),
 )
-def test_a_fold_of_any_batch_counts_as_request_by_request_counting_does(requests: list[Any]) -> None:
+def test_any_requests_are_counted_as_request_by_request_counting_does(requests: list[Any], connections: int) -> None:
     metrics = RequestMetrics()
-    metrics.pending.extend(_row(key, version, codes, 0.001) for key, version, codes in requests)
+    runs = [NO_RUN] * connections
+    for i, (key, version, codes, timed, forwarded, fold) in enumerate(requests):
+        c = i % connections  # the connections' requests interleave
+        runs[c] = _serve(metrics, [(key, version, codes, 0.001, 0.002 if forwarded else 0.0)], [timed], runs[c],
+                         close=False)  # fmt: skip
+        if fold:
+            metrics.fold()
+    for run in runs:
+        run.open = False
     metrics.fold()
-    for key in {key for key, _, _ in requests} | set(metrics.by_api):
-        mine = [(version, codes) for k, version, codes in requests if k == key]
+    assert metrics.runs == []
+    for key in {key for key, *_ in requests} | set(metrics.by_api):
+        mine = [(version, codes, forwarded) for k, version, codes, _, forwarded, _ in requests if k == key]
         stats = metrics.by_api[key]
-        assert stats.by_version == Counter(version for version, _ in mine)
-        assert stats.errors == Counter(code for _, codes in mine for code in codes)
-        assert stats.total.count == len(mine)
+        assert stats.by_version == Counter(version for version, _, _ in mine)
+        assert stats.errors == Counter(code for _, codes, _ in mine for code in codes)
+        assert stats.total.count == stats.local.count == stats.request_bytes.count == len(mine)
+        assert stats.remote.count == sum(1 for *_, forwarded in mine if forwarded)

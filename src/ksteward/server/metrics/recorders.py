@@ -15,14 +15,17 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
   observed; the collector counts the rest as zeros.
 - ``LocalTimeMs`` is the handler's time minus the remote time (it includes a controller's commit wait).
 - ``ResponseSendTimeMs`` is writing the response until the socket has taken it (``drain``).
+
+Counts are exact; times and sizes come from the timed requests, as Kafka's quantiles come from a sample (a Yammer
+histogram keeps a reservoir of 1,028): a connection times about one request in 16 (``TIMED_GAPS``), the first
+of each run, and every forwarded request, and each histogram still counts every request.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Iterable
-from itertools import chain, groupby
+from itertools import groupby
 from operator import itemgetter, sub
 from random import randrange
 from typing import Any
@@ -33,7 +36,7 @@ from ksteward.server.metrics.histogram import BYTES_BOUNDS, Histogram
 class ApiStats:
     """One api key's figures since the node started."""
 
-    __slots__ = ("by_version", "errors", "local", "remote", "request_bytes", "send", "total")
+    __slots__ = ("by_version", "errors", "last_timed", "local", "remote", "request_bytes", "send", "total")
 
     def __init__(self) -> None:
         self.by_version: dict[int, int] = {}
@@ -43,33 +46,38 @@ class ApiStats:
         self.remote = Histogram()  # non-zero times only: the requests not in it waited 0 ms
         self.send = Histogram()
         self.request_bytes = Histogram(BYTES_BOUNDS)
+        self.last_timed: list[Observation] = []  # the last fold's timed requests: they stand in for a fold with none
 
     @property
     def requests(self) -> int:
         return sum(self.by_version.values())
 
-    def add(self, rows: list[Observation]) -> None:
-        """Observations of this api: the counters exactly; the times and sizes of a large batch from a
-        stratified random sample (see :data:`TIMED_PER_BATCH`)."""
-        _count_into(self.by_version, list(map(_VERSION, rows)))
-        codes = list(map(_CODES, rows))
-        first = codes[0]
-        if codes.count(first) == len(codes):  # the usual batch: every response with the same codes
-            errors = self.errors
-            for code in first:
-                errors[code] = errors.get(code, 0) + len(codes)
-        else:
-            _count_into(self.errors, list(chain.from_iterable(codes)))
-        remote = list(filter(None, map(_REMOTE, rows)))  # forwarded requests only, every one (see the collector)
-        if remote:
-            self.remote.observe_seconds(remote)
-        step = len(rows) // TIMED_PER_BATCH
-        if step > 1:  # one row at random out of each run of step rows stands for them; the few left for themselves
-            whole = len(rows) - len(rows) % step
-            self._observe([rows[start + randrange(step)] for start in range(0, whole, step)], step)
-            rows = rows[whole:]
+    def count(self, version: int, codes: tuple[int, ...], n: int) -> None:
+        """``n`` more requests of ``version`` answered with ``codes``: the counters, exactly."""
+        self.by_version[version] = self.by_version.get(version, 0) + n
+        errors = self.errors
+        for code in codes:
+            errors[code] = errors.get(code, 0) + n
+
+    def time(self, rows: list[Observation], requests: int) -> None:
+        """The times and sizes of ``requests`` requests of this api, from the timed ones among them (``rows``):
+        each histogram counts every request, the timed ones standing for the rest (each for about as many),
+        and a large batch of timed ones is cut to a stratified random sample (see :data:`TIMED_PER_BATCH`).
+        A forwarded request's wait for the controller is recorded for every one (:meth:`RequestMetrics.fold`)."""
         if rows:
-            self._observe(rows, 1)
+            self.last_timed = rows
+        else:
+            rows = self.last_timed  # none of this fold's requests was timed: the last ones stand for them
+        if not rows or requests <= 0:
+            return
+        step = len(rows) // TIMED_PER_BATCH
+        if step > 1:  # one row at random out of each run of step rows stands for them
+            rows = [rows[start + randrange(step)] for start in range(0, len(rows) - len(rows) % step, step)]
+        weight, heavier = divmod(requests, len(rows))
+        if heavier:
+            self._observe(rows[:heavier], weight + 1)
+        if weight:
+            self._observe(rows[heavier:], weight)
 
     def _observe(self, rows: list[Observation], weight: int) -> None:
         started, handled, sent, remote = (list(map(column, rows)) for column in (_STARTED, _HANDLED, _SENT, _REMOTE))
@@ -88,22 +96,21 @@ class ApiStats:
 TIMED_PER_BATCH = 32
 
 
-#: One served request as the connection hands it over: (api key, version, error codes, request bytes, the
+#: One timed request as the connection hands it over: (api key, version, error codes, request bytes, the
 #: monotonic clock (``loop.time()``'s) when it was decoded, when its response was ready and when the socket
-#: took it, and the seconds it spent waiting for another node). A tuple of plain values: building and
-#: appending it is the request path's only metrics work.
+#: took it, and the seconds it spent waiting for another node). A tuple of plain values.
 Observation = tuple[int, int, tuple[int, ...], int, float, float, float, float]
 
-#: Observations kept before they are folded into the figures. A fold of one api's requests with one version and
-#: the same error codes (a busy node's usual batch: no sort, one ``list.count`` per column) costs about 0.08 µs
-#: an observation at this size in a micro-benchmark (0.12 µs before those shortcuts; each api's part has a fixed
-#: cost, the timed sample's, about 23 µs), so it holds the event loop for about 0.1 ms and the list stays small;
-#: folding every 4,096 was not faster in bench/metrics.py.
+#: Timed requests, or runs, kept before they are folded into the figures: a fold holds the event loop for about
+#: 0.1 ms, and the lists stay small.
 FOLD_EVERY = 1024
 
+#: A connection times one request in about this many (a random gap of 8 to 24), besides the first of each run
+#: (:class:`RequestRun`) and every forwarded one: a few hundred timed requests a second per request type on a busy
+#: node, as many as the quantiles need, where timing every request cost most of the recorder's time.
+TIMED_GAPS = (8, 24)
+
 _KEY = itemgetter(0)
-_VERSION = itemgetter(1)
-_CODES = itemgetter(2)
 _SIZE = itemgetter(3)
 _STARTED = itemgetter(4)
 _HANDLED = itemgetter(5)
@@ -111,19 +118,54 @@ _SENT = itemgetter(6)
 _REMOTE = itemgetter(7)
 
 
+class RequestRun:
+    """Requests that one connection sent one after the other with the same api key and version and that were
+    answered with the same error codes: ``count`` of them so far, ``folded`` of which the figures hold. A
+    client repeats one request most of the time, so counting a request is one comparison and one addition here,
+    with nothing allocated; a change starts a new run (:meth:`RequestMetrics.next_run`)."""
+
+    __slots__ = ("api_key", "api_version", "codes", "count", "folded", "open")
+
+    def __init__(self, api_key: int, api_version: int, codes: tuple[int, ...], count: int = 1) -> None:
+        self.api_key = api_key
+        self.api_version = api_version
+        self.codes = codes
+        self.count = count
+        self.folded = 0
+        self.open = True  # its connection may still add to it
+
+
+#: What a connection's first request is compared with: no request matches it.
+NO_RUN = RequestRun(-1, -1, (), 0)
+NO_RUN.open = False
+
+
 class RequestMetrics:
     """Every api key's :class:`ApiStats` on one node (all listeners together, as Kafka's RequestMetrics).
 
-    The request path only appends an :data:`Observation` to ``pending`` (always the same list: connections
-    keep it) and calls :meth:`fold` once ``FOLD_EVERY`` are waiting; a scrape folds first, so it sees every
-    request answered before it. A fold works on whole columns in C (``map``, ``list.count``, ``bisect``)
-    instead of a few dozen Python steps per request: on a node serving tens of thousands of small requests a
-    second, updating the figures request by request cost a sixth of its throughput (bench/README.md).
+    The request path counts each request into its connection's :class:`RequestRun` (every run is listed in
+    ``runs`` until folded and closed) and appends a timed request's :data:`Observation` to ``pending`` (always
+    the same list: connections keep it), calling :meth:`fold` once ``FOLD_EVERY`` are waiting; a scrape folds
+    first, so it sees every request answered before it. The fold counts the runs exactly and spreads each api's
+    count over its timed requests in the histograms (``ApiStats.time``). On a node serving tens of thousands of
+    small requests a second, building and keeping a tuple for every request was most of the metrics' cost
+    (bench/README.md, the metrics section).
     """
 
     def __init__(self) -> None:
         self.by_api: dict[int, ApiStats] = {}
         self.pending: list[Observation] = []
+        self.runs: list[RequestRun] = []
+        self.remote_waits: list[tuple[int, float]] = []  # (api key, seconds) of every forwarded request
+
+    def next_run(self, previous: RequestRun, api_key: int, api_version: int, codes: tuple[int, ...]) -> RequestRun:
+        """A connection's request that does not continue its ``previous`` run: a new run, holding it."""
+        previous.open = False
+        run = RequestRun(api_key, api_version, codes)
+        self.runs.append(run)
+        if len(self.runs) >= FOLD_EVERY:
+            self.fold()
+        return run
 
     def record(
         self,
@@ -139,44 +181,46 @@ class RequestMetrics:
         remote_s = remote_ms / 1000
         handled = local_ms / 1000 + remote_s
         sent = handled + send_ms / 1000
-        self.pending.append((api_key, api_version, tuple(codes), request_bytes, 0.0, handled, sent, remote_s))
+        codes = tuple(codes)
+        self.next_run(NO_RUN, api_key, api_version, codes).open = False
+        self.pending.append((api_key, api_version, codes, request_bytes, 0.0, handled, sent, remote_s))
+        if remote_s:
+            self.remote_waits.append((api_key, remote_s))
         self.fold()
 
     def fold(self) -> None:
-        """Fold the pending observations into each api's counters and histograms."""
-        if not self.pending:
-            return
+        """Fold the runs' new requests and the timed ones into each api's counters and histograms."""
+        counted: dict[int, int] = {}
+        for run in self.runs:
+            n = run.count - run.folded
+            if n:
+                run.folded = run.count
+                self._stats(run.api_key).count(run.api_version, run.codes, n)
+                counted[run.api_key] = counted.get(run.api_key, 0) + n
+        self.runs = [run for run in self.runs if run.open]
         rows = self.pending.copy()
         self.pending.clear()  # the same list: connections append to it
-        keys = list(map(_KEY, rows))
-        if keys.count(keys[0]) == len(keys):  # one api (the usual batch on a busy node): no sort
-            self._stats(keys[0]).add(rows)
-            return
-        rows.sort(key=_KEY)  # stable: each api's observations stay in order
-        for api_key, group in groupby(rows, _KEY):
-            self._stats(api_key).add(list(group))
+        timed: dict[int, list[Observation]] = {}
+        if rows:
+            keys = list(map(_KEY, rows))
+            if keys.count(keys[0]) == len(keys):  # one api (the usual batch on a busy node): no sort
+                timed[keys[0]] = rows
+            else:
+                rows.sort(key=_KEY)  # stable: each api's observations stay in order
+                timed = {api_key: list(group) for api_key, group in groupby(rows, _KEY)}
+        for api_key in counted.keys() | timed.keys():
+            self._stats(api_key).time(timed.get(api_key, []), counted.get(api_key, 0))
+        if self.remote_waits:
+            waits = sorted(self.remote_waits, key=_KEY)
+            self.remote_waits.clear()
+            for api_key, group in groupby(waits, _KEY):
+                self._stats(api_key).remote.observe_seconds([seconds for _, seconds in group])
 
     def _stats(self, api_key: int) -> ApiStats:
         stats = self.by_api.get(api_key)
         if stats is None:
             stats = self.by_api[api_key] = ApiStats()
         return stats
-
-
-def _count_into(into: dict[int, int], values: list[int]) -> None:
-    """Add how often each value occurs. A batch holds one or a few versions and error codes: ``list.count``
-    per distinct value scans in C at a few ns a value, twice as fast as a ``Counter``; many distinct values
-    take the ``Counter``."""
-    if not values:
-        return
-    first = values[0]
-    if values.count(first) == len(values):  # one value: the usual batch
-        into[first] = into.get(first, 0) + len(values)
-        return
-    distinct = set(values)
-    counts = Counter(values).items() if len(distinct) > 4 else ((v, values.count(v)) for v in distinct)
-    for value, n in counts:
-        into[value] = into.get(value, 0) + n
 
 
 @dataclasses.dataclass(slots=True)
