@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from random import randrange
+from random import getrandbits
 from time import monotonic, perf_counter
 from typing import Any
 
@@ -62,7 +62,15 @@ from ksteward.protocol.framing import FrameParts, frame_bytes
 from ksteward.protocol.read_your_writes import UNTAGGED_READS, response_offset, with_offset_tag
 from ksteward.protocol.sasl import Credentials
 from ksteward.safe_log import log_failure
-from ksteward.server.metrics.recorders import FOLD_EVERY, NO_RUN, TIMED_GAPS, ListenerStats, RequestMetrics, error_codes
+from ksteward.server.metrics.recorders import (
+    FOLD_EVERY,
+    NO_RUN,
+    TIMED_GAP_BITS,
+    TIMED_GAP_MIN,
+    ListenerStats,
+    RequestMetrics,
+    error_codes,
+)
 from ksteward.server.tls import subject_dn
 
 log = logging.getLogger(__name__)
@@ -150,7 +158,7 @@ class Connection:
         metrics = self.listener.request_metrics
         pending = metrics.pending if metrics is not None else []
         run = NO_RUN  # this connection's run of like requests (RequestRun): counting one is an addition
-        untimed = 1  # requests until the next timed one (TIMED_GAPS)
+        untimed = 1  # requests until the next timed one (TIMED_GAP_MIN, TIMED_GAP_BITS)
         if sockets is not None:
             sockets.created += 1
         try:
@@ -201,7 +209,7 @@ class Connection:
                         if not untimed:
                             pending.append((event.api_key, event.api_version, codes, len(self.protocol.last_payload)
                                             + 4, started, handled, self._last_active, self._remote_s))  # fmt: skip
-                            untimed = randrange(*TIMED_GAPS)
+                            untimed = TIMED_GAP_MIN + getrandbits(TIMED_GAP_BITS)  # 8-23, in C
                             if len(pending) >= FOLD_EVERY:
                                 metrics.fold()
                         self._codes, self._remote_s = (), 0.0

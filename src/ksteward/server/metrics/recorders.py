@@ -17,8 +17,8 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
 - ``ResponseSendTimeMs`` is writing the response until the socket has taken it (``drain``).
 
 Counts are exact; times and sizes come from the timed requests, as Kafka's quantiles come from a sample (a Yammer
-histogram keeps a reservoir of 1,028): a connection times about one request in 16 (``TIMED_GAPS``), the first
-of each run, and every forwarded request, and each histogram still counts every request.
+histogram keeps a reservoir of 1,028): a connection times about one request in 16 (``TIMED_GAP_MIN``), and the
+first of each new request type; every forwarded request's wait is kept; each histogram counts every request.
 """
 
 from __future__ import annotations
@@ -105,10 +105,11 @@ Observation = tuple[int, int, tuple[int, ...], int, float, float, float, float]
 #: 0.1 ms, and the lists stay small.
 FOLD_EVERY = 1024
 
-#: A connection times one request in about this many (a random gap of 8 to 24), besides the first of each run
-#: (:class:`RequestRun`) and every forwarded one: a few hundred timed requests a second per request type on a busy
-#: node, as many as the quantiles need, where timing every request cost most of the recorder's time.
-TIMED_GAPS = (8, 24)
+#: A connection times one request in about 16 (a random gap of ``TIMED_GAP_MIN`` plus ``TIMED_GAP_BITS`` random
+#: bits: 8 to 23), besides the first of each new request type: a few hundred timed requests a second per request
+#: type on a busy node, as many as the quantiles need, where timing every request cost most of the recorder's time.
+TIMED_GAP_MIN = 8
+TIMED_GAP_BITS = 4
 
 _KEY = itemgetter(0)
 _SIZE = itemgetter(3)
