@@ -23,15 +23,13 @@ from ksteward.broker.acls import (
     _pattern_code,
     handle_create_acls,
 )
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.acls import AclTransactionResult
 from ksteward.controller.active import ACL_CHANGE_ON_THE_LOOP
 from ksteward.controller.result import ApiError
 from ksteward.protocol.acl_transactions import CreateAclsResponse
 from ksteward.protocol.build import build
-
-_NOT_AUTHORIZED = "Cluster authorization failed."
 
 
 def _creation(creation: Any) -> AclBinding | ApiError:
@@ -78,7 +76,7 @@ async def handle_acl_transaction(node: Node, ctx: RequestContext, request: Any) 
         disabled = ApiError(ErrorCode.security_disabled, "No Authorizer is configured.")
         return _response(AclTransactionResult(disabled))
     if not authorize(node, ctx, "ALTER", "CLUSTER", CLUSTER_NAME):
-        return _response(AclTransactionResult(ApiError(ErrorCode.cluster_authorization_failed, _NOT_AUTHORIZED)))
+        return _response(AclTransactionResult(ApiError(ErrorCode.cluster_authorization_failed, CLUSTER_DENIED_MESSAGE)))
     if len(request.creations) + len(request.deletions) > ACL_CHANGE_ON_THE_LOOP:
         creations, deletions = await asyncio.to_thread(_entries, request)  # seconds for 10^5: the loop goes on
     else:

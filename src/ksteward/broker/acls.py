@@ -28,7 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAclError, PatternType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.acls import AclDeletionResult
 from ksteward.controller.result import ApiError
@@ -40,7 +40,6 @@ from ksteward.protocol.fast_describe_acls import AclEntry, encode_describe_acls_
 
 # Kafka answers with its ClusterAuthorizationException text; clients such as librdkafka drop a
 # top-level DescribeAcls error whose message is null.
-_NOT_AUTHORIZED = "Cluster authorization failed."
 _UNKNOWN_CODE = "an ACL field carries code 0 (UNKNOWN)"
 
 
@@ -143,7 +142,7 @@ async def handle_describe_acls(node: Node, ctx: RequestContext, request: Any) ->
         }
         return build(cls, values)
     if not authorize(node, ctx, "DESCRIBE", "CLUSTER", CLUSTER_NAME):
-        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _NOT_AUTHORIZED}
+        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": CLUSTER_DENIED_MESSAGE}
         return build(cls, {**denied, "resources": []})
     acls = list(auth.acls(_filter(request)))
     # v4 (ksteward's, protocol.acl_transactions) names the image the ACLs were read from: the authorizer follows

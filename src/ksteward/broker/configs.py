@@ -30,7 +30,7 @@ from typing import Any, Final
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.broker.loggers import alter_logger_levels, logger_levels
 from ksteward.configs.alter import (
@@ -61,7 +61,7 @@ _DENIED: Final = {
     T: (ErrorCode.topic_authorization_failed, "Topic authorization failed."),
     ConfigResourceType.GROUP: (ErrorCode.group_authorization_failed, "Group authorization failed."),
 }
-_CLUSTER_DENIED: Final = (ErrorCode.cluster_authorization_failed, "Cluster authorization failed.")
+_CLUSTER_DENIED: Final = (ErrorCode.cluster_authorization_failed, CLUSTER_DENIED_MESSAGE)
 
 
 def _invalid(message: str) -> ApiError:

@@ -14,7 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.features import FeatureUpdate, UpgradeType
 from ksteward.protocol.apis import ApiKey
@@ -22,7 +22,6 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
 # The clients show the code's default text when the whole request fails, as Kafka's getErrorResponse sends it.
-_CLUSTER_DENIED = "Cluster authorization failed."
 _FAILED_FOR_ALL = "The update failed for all features since the following feature had an error: "
 
 
@@ -39,7 +38,7 @@ async def handle_update_features(node: Node, ctx: RequestContext, request: Any) 
     cls = response_class(ApiKey.UPDATE_FEATURES, ctx.api_version)
     if not authorize(node, ctx, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
         values = {"throttle_time": 0, "error_code": ErrorCode.cluster_authorization_failed,
-                  "error_message": _CLUSTER_DENIED, "results": []}  # fmt: skip
+                  "error_message": CLUSTER_DENIED_MESSAGE, "results": []}  # fmt: skip
         return build(cls, values)
     outcome = await node.controller.update_features(
         _updates(request), validate_only=bool(getattr(request, "validate_only", False))

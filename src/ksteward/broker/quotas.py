@@ -20,7 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.quotas import CLIENT_ID, IP, USER, QuotaAlteration
 from ksteward.metadata.image import QuotaEntity
@@ -30,7 +30,6 @@ from ksteward.protocol.codec import response_class
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
 # The clients show the code's default text when the whole request fails, as Kafka's getErrorResponse sends it.
-_CLUSTER_DENIED = "Cluster authorization failed."
 
 
 class QuotaFilterError(Exception):
@@ -108,7 +107,7 @@ def matching_quotas(
 async def handle_describe_client_quotas(node: Node, ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.DESCRIBE_CLIENT_QUOTAS, ctx.api_version)
     if not authorize(node, ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
-        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _CLUSTER_DENIED}
+        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": CLUSTER_DENIED_MESSAGE}
         return build(cls, {**denied, "entries": None})
     components = [FilterComponent(c.entity_type, int(c.match_type), c.match) for c in request.components]
     try:
@@ -130,7 +129,7 @@ async def handle_alter_client_quotas(node: Node, ctx: RequestContext, request: A
     alterations = [QuotaAlteration.from_kio(entry) for entry in request.entries]
     if not authorize(node, ctx, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
         # Kafka's getErrorResponse: every entry as sent, with the code's default message.
-        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _CLUSTER_DENIED}
+        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": CLUSTER_DENIED_MESSAGE}
         return build(cls, {"entries": [{**denied, "entity": _entity(a.entity)} for a in alterations]})
     results = await node.controller.alter_client_quotas(alterations, validate_only=bool(request.validate_only))
     entries = [

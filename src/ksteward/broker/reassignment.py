@@ -14,7 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from ksteward.authorizer import CLUSTER_NAME, AclOperation, ResourceType
-from ksteward.broker.authz import authorize
+from ksteward.broker.authz import CLUSTER_DENIED_MESSAGE, authorize
 from ksteward.broker.context import Node, RequestContext
 from ksteward.controller.reassignment import (
     PREFERRED_ELECTION,
@@ -27,7 +27,6 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
 # What the clients show when the whole request fails, as Kafka's getErrorResponse sends it.
-_CLUSTER_DENIED = "Cluster authorization failed."
 
 
 def _may(node: Node, ctx: RequestContext, operation: AclOperation) -> bool:
@@ -38,7 +37,7 @@ async def handle_alter_partition_reassignments(node: Node, ctx: RequestContext, 
     cls = response_class(ApiKey.ALTER_PARTITION_REASSIGNMENTS, ctx.api_version)
     allow_rf_change = bool(getattr(request, "allow_replication_factor_change", True))
     if not _may(node, ctx, AclOperation.ALTER):
-        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": _CLUSTER_DENIED}
+        denied = {"error_code": ErrorCode.cluster_authorization_failed, "error_message": CLUSTER_DENIED_MESSAGE}
         responses = [
             {"name": t.name, "partitions": [{"partition_index": p.partition_index, **denied} for p in t.partitions]}
             for t in request.topics
@@ -82,7 +81,7 @@ async def handle_list_partition_reassignments(node: Node, ctx: RequestContext, r
         ]
         values = {
             "error_code": ErrorCode.cluster_authorization_failed,
-            "error_message": _CLUSTER_DENIED,
+            "error_message": CLUSTER_DENIED_MESSAGE,
             "topics": topics,
         }
         return build(cls, values)
@@ -127,7 +126,7 @@ def _elect_error_values(request: Any, code: ErrorCode, message: str | None) -> d
 async def handle_elect_leaders(node: Node, ctx: RequestContext, request: Any) -> Any:
     cls = response_class(ApiKey.ELECT_LEADERS, ctx.api_version)
     if not _may(node, ctx, AclOperation.ALTER):
-        return build(cls, _elect_error_values(request, ErrorCode.cluster_authorization_failed, _CLUSTER_DENIED))
+        return build(cls, _elect_error_values(request, ErrorCode.cluster_authorization_failed, CLUSTER_DENIED_MESSAGE))
     election_type = int(getattr(request, "election_type", PREFERRED_ELECTION))  # v0: preferred only
     wanted = (
         None
