@@ -176,7 +176,7 @@ class Connection:
                 started = 0.0
                 if metrics is not None:
                     untimed -= 1
-                    # Timed: one in about 16, and the first of a new request type (its run's first is timed).
+                    # Timed: one in about 16, and one of another type than the last (each type has timed ones).
                     if untimed <= 0 or not isinstance(event, Request) or event.api_key != run.api_key:
                         untimed = 0
                         started = monotonic()  # loop.time()'s clock: see sent below

@@ -17,7 +17,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.server.metrics import MetricsSettings, metrics_settings
 from ksteward.server.metrics.collectors import RateWindow
 from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, RecentWindow
-from ksteward.server.metrics.recorders import NO_RUN, Observation, RequestMetrics, RequestRun, error_codes
+from ksteward.server.metrics.recorders import FOLD_EVERY, NO_RUN, Observation, RequestMetrics, RequestRun, error_codes
 
 
 def test_quantiles_interpolate_inside_the_bucket() -> None:
@@ -178,6 +178,18 @@ def test_an_open_run_is_counted_at_every_fold_and_kept_until_it_closes() -> None
     assert metrics.runs == [] and stats.requests == 15 and stats.errors == {0: 15}
     # The second fold timed none of its five: the first fold's timed request stands for them.
     assert stats.total.count == 15 and stats.total.sum == pytest.approx(15 * 2.0)
+
+
+def test_a_fold_forced_by_many_runs_keeps_a_new_types_count_and_its_timed_request_together() -> None:
+    metrics = RequestMetrics()
+    # A client whose answers alternate between two error codes starts a run with every request.
+    _serve(metrics, [(3, 12, (0,) if i % 2 else (3,), 0.001, 0.0) for i in range(FOLD_EVERY)], [False] * FOLD_EVERY)
+    assert len(metrics.runs) == FOLD_EVERY and metrics.by_api == {}
+    _serve(metrics, [(18, 3, (0,), 0.005, 0.0)])  # a new type: this run forces the fold of the others first
+    assert 18 not in metrics.by_api and metrics.by_api[3].requests == FOLD_EVERY
+    metrics.fold()
+    versions = metrics.by_api[18]
+    assert versions.requests == 1 and versions.total.count == 1 and versions.total.sum == pytest.approx(6.0)
 
 
 def test_a_large_batch_is_timed_from_a_sample_that_a_repeating_pattern_cannot_fool() -> None:

@@ -162,10 +162,10 @@ class RequestMetrics:
     def next_run(self, previous: RequestRun, api_key: int, api_version: int, codes: tuple[int, ...]) -> RequestRun:
         """A connection's request that does not continue its ``previous`` run: a new run, holding it."""
         previous.open = False
+        if len(self.runs) >= FOLD_EVERY:
+            self.fold()  # before the new run: its request and its timed row (appended next) meet in one fold
         run = RequestRun(api_key, api_version, codes)
         self.runs.append(run)
-        if len(self.runs) >= FOLD_EVERY:
-            self.fold()
         return run
 
     def record(
