@@ -421,6 +421,12 @@ class MetadataLog(ReplicaLogMixin):
                     self._snapshot_list = cached
         return list(cached)
 
+    @property
+    def snapshot_generation(self) -> int:
+        """Changes whenever a snapshot file is added or removed: a cached view of ``snapshots`` is valid while
+        this has not moved since it was taken."""
+        return self._snapshot_generation
+
     def _snapshots_changed(self) -> None:
         with self._lock:
             self._snapshot_list = None

@@ -119,10 +119,18 @@ class MetadataLogView:
     def __init__(self, log: MetadataLog, served_end: Callable[[], int] | None = None) -> None:
         self.log = log
         self._served_end = served_end
+        self._listed: tuple[int, tuple[SnapshotId, ...]] = (-1, ())  # (snapshot generation, its _snapshots)
 
-    def _snapshots(self) -> list[SnapshotId]:
-        """Snapshots oldest first, without the bootstrap checkpoint."""
-        return [s for s in reversed(self.log.snapshots()) if (s.end_offset, s.epoch) != (0, 0)]
+    def _snapshots(self) -> tuple[SnapshotId, ...]:
+        """Snapshots oldest first, without the bootstrap checkpoint. Kept until a snapshot is added or removed
+        (``MetadataLog.snapshot_generation``): a leader validates every Fetch against them several times. The
+        generation is read before the listing, so a listing that raced with a change is taken again."""
+        generation = self.log.snapshot_generation
+        listed_at, snapshots = self._listed
+        if listed_at != generation:
+            snapshots = tuple(s for s in reversed(self.log.snapshots()) if (s.end_offset, s.epoch) != (0, 0))
+            self._listed = (generation, snapshots)
+        return snapshots
 
     def _start_and_earliest(self) -> tuple[int, SnapshotId | None]:
         first_segment = self.log.log_start_offset
@@ -161,7 +169,10 @@ class MetadataLogView:
         return OffsetAndEpoch(snapshots[-1].end_offset, snapshots[-1].epoch) if snapshots else None
 
     def read(self, offset: int, max_bytes: int) -> bytes:
-        return self.log.read_raw(offset, max_bytes, end_offset=self.end_offset)
+        end = self.end_offset
+        if offset >= end:  # nothing to serve yet: every parked Fetch reads here once before it waits
+            return b""
+        return self.log.read_raw(offset, max_bytes, end_offset=end)
 
     def snapshot_chunk(self, snapshot: OffsetAndEpoch, position: int, max_bytes: int) -> tuple[int, bytes] | None:
         for found in self._snapshots():
