@@ -10,10 +10,14 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import rawkafka
 from acl_clients import Acl, ClusterAuthorizationFailed, Filter, acl_client
 from clients import Auth, confluent_admin
 from harness import HOST, Cluster, KstewardServer, ServerFactory, free_port, wait_for
+from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
+
+from ksteward.protocol.apis import ApiKey
 
 ADMIN = Auth("PLAIN", "admin", "admin-secret")
 ALICE = Auth("PLAIN", "alice", "alice-secret")  # a known user with no ACL: every ACL API is denied to her
@@ -53,6 +57,25 @@ def metrics_server(server_factory: ServerFactory) -> Iterator[KstewardServer]:
     server = server_factory("sasl", {"metrics.port": str(port)}, name="metrics").start()
     server.metrics_port = port  # type: ignore[attr-defined]
     yield server
+
+
+def test_an_api_versions_request_above_the_served_versions_is_counted_with_its_error(
+    metrics_server: KstewardServer,
+) -> None:
+    """KIP-511's answer is written by the connection itself, not a handler: it is still one request of
+    ApiVersions v0 with UNSUPPORTED_VERSION, timed like the others."""
+    port = metrics_server.metrics_port  # type: ignore[attr-defined]
+    before = scrape(port)
+    with rawkafka.connect(metrics_server.address) as conn:
+        conn.send_frame(rawkafka.api_versions_v5_payload(correlation_id=7))
+        response = rawkafka.decode_response(ApiKey.API_VERSIONS, 0, conn.read_frame())
+        assert response.body.error_code == ErrorCode.unsupported_version
+    after = scrape(port)
+    requests = "kafka_network_requestmetrics_requests_total"
+    assert moved(before, after, requests, request="ApiVersions", version="0") == 1
+    errors = "kafka_network_requestmetrics_errors_total"
+    assert moved(before, after, errors, request="ApiVersions", error="UNSUPPORTED_VERSION") == 1
+    assert moved(before, after, "kafka_network_requestmetrics_totaltimems_count", request="ApiVersions") == 1
 
 
 def test_known_traffic_moves_the_request_and_authorizer_counters_by_exactly_that(

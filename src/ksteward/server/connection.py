@@ -269,8 +269,7 @@ class Connection:
         """An ApiVersions request above the served versions, answered with UNSUPPORTED_VERSION in v0 (KIP-511)."""
         codes = (int(ErrorCode.unsupported_version),)
         size = len(self.protocol.last_payload) + 4  # with the size prefix, as Kafka's RequestBytes
-        metrics.next_run(NO_RUN, int(ApiKey.API_VERSIONS), 0, codes).open = False
-        metrics.pending.append((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, sent, 0.0))
+        metrics.add_one((int(ApiKey.API_VERSIONS), 0, codes, size, started, handled, sent, 0.0))
 
     def _keep_for_metrics(self, response: Any) -> None:
         """The response's error codes (Kafka's ``errorCounts``) for the request metrics, when they are on."""

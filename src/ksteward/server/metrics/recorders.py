@@ -182,12 +182,17 @@ class RequestMetrics:
         remote_s = remote_ms / 1000
         handled = local_ms / 1000 + remote_s
         sent = handled + send_ms / 1000
-        codes = tuple(codes)
+        self.add_one((api_key, api_version, tuple(codes), request_bytes, 0.0, handled, sent, remote_s))
+        self.fold()
+
+    def add_one(self, row: Observation) -> None:
+        """One timed request answered outside a connection's runs: a closed run of its own, then its row (in
+        that order: see :meth:`next_run`), and its wait for the controller when it was forwarded."""
+        api_key, api_version, codes, remote_s = row[0], row[1], row[2], row[7]
         self.next_run(NO_RUN, api_key, api_version, codes).open = False
-        self.pending.append((api_key, api_version, codes, request_bytes, 0.0, handled, sent, remote_s))
+        self.pending.append(row)
         if remote_s:
             self.remote_waits.append((api_key, remote_s))
-        self.fold()
 
     def fold(self) -> None:
         """Fold the runs' new requests and the timed ones into each api's counters and histograms."""
