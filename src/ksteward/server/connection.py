@@ -158,7 +158,9 @@ class Connection:
         metrics = self.listener.request_metrics
         pending = metrics.pending if metrics is not None else []
         run = NO_RUN  # this connection's run of like requests (RequestRun): counting one is an addition
-        untimed = 1  # requests until the next timed one (TIMED_GAP_MIN, TIMED_GAP_BITS)
+        run_key, run_version = -1, -1  # run's, kept here too: comparing locals reads no attributes
+        run_codes: tuple[int, ...] = ()
+        untimed = 1  # requests until the next timed one (TIMED_GAP_MIN, TIMED_GAP_BITS); only moves with metrics on
         if sockets is not None:
             sockets.created += 1
         try:
@@ -176,8 +178,8 @@ class Connection:
                 started = 0.0
                 if metrics is not None:
                     untimed -= 1
-                    # Timed: one in about 16, and one of another type than the last (each type has timed ones).
-                    if untimed <= 0 or not isinstance(event, Request) or event.api_key != run.api_key:
+                    # Timed: one in about 48, and one of another type than the last (each type has timed ones).
+                    if untimed <= 0 or type(event) is not Request or event.api_key != run_key:
                         untimed = 0
                         started = monotonic()  # loop.time()'s clock: see sent below
                 if isinstance(event, AuthenticationReply):
@@ -190,7 +192,7 @@ class Connection:
                     log.info("closing connection from %s on %s: the controller refused a forwarded request's version",
                              self.peer, self.listener.name)  # fmt: skip
                     return
-                handled = monotonic() if not untimed and metrics is not None else 0.0
+                handled = 0.0 if untimed else monotonic()
                 if type(response) is bytes and len(response) <= _WRITE_SLICE:
                     self.writer.write(response)
                     await self.writer.drain()
@@ -198,22 +200,24 @@ class Connection:
                     await self._write_in_slices(response)
                 self._last_active = loop.time()
                 if metrics is not None:  # Kafka's RequestChannel.updateRequestMetrics (RequestMetrics.fold)
-                    if isinstance(event, Request):
+                    if type(event) is Request:
                         codes = self._codes
-                        if codes == run.codes and event.api_key == run.api_key and event.api_version == run.api_version:
+                        self._codes = ()
+                        if codes == run_codes and event.api_key == run_key and event.api_version == run_version:
                             run.count += 1
                         else:
-                            run = metrics.next_run(run, event.api_key, event.api_version, codes)
-                        if self._remote_s:  # every forwarded request's wait for the controller
-                            metrics.remote_waits.append((event.api_key, self._remote_s))
+                            run_key, run_version, run_codes = event.api_key, event.api_version, codes
+                            run = metrics.next_run(run, run_key, run_version, codes)
                         if not untimed:
-                            pending.append((event.api_key, event.api_version, codes, len(self.protocol.last_payload)
-                                            + 4, started, handled, self._last_active, self._remote_s))  # fmt: skip
-                            untimed = TIMED_GAP_MIN + getrandbits(TIMED_GAP_BITS)  # 8-23, in C
+                            pending.append((run_key, run_version, codes, len(self.protocol.last_payload) + 4,
+                                            started, handled, self._last_active, self._remote_s))  # fmt: skip
+                            untimed = TIMED_GAP_MIN + getrandbits(TIMED_GAP_BITS)  # 32-63, in C
                             if len(pending) >= FOLD_EVERY:
                                 metrics.fold()
-                        self._codes, self._remote_s = (), 0.0
-                    elif isinstance(event, UnsupportedApiVersionsRequest):
+                        if self._remote_s:  # every forwarded request's wait for the controller
+                            metrics.remote_waits.append((run_key, self._remote_s))
+                            self._remote_s = 0.0
+                    elif type(event) is UnsupportedApiVersionsRequest:
                         self._record_unsupported(metrics, started, handled, self._last_active)
                 if sockets is not None and not self._authenticated and self.protocol.authenticated:
                     self._authenticated = True  # after the reply that completed the login, or the first one

@@ -149,7 +149,7 @@ def test_a_fold_counts_every_request_and_error_exactly() -> None:
     pending = metrics.pending
     requests: list[Served] = [(3, 12, (0,), 0.002, 0.0)] * 1_000 + [(3, 11, (0, 3), 0.002, 0.0)] * 37
     requests += [(29, 3, (31,), 0.004, 0.02)] * 5
-    _serve(metrics, requests, [i % 16 == 0 for i in range(len(requests))])  # one in 16 timed, as a connection
+    _serve(metrics, requests, [i % 16 == 0 for i in range(len(requests))])  # some timed, as a connection times some
     assert len(pending) < len(requests) // 8
     metrics.fold()
     assert metrics.pending is pending and not pending  # connections keep the list: it is emptied, not replaced

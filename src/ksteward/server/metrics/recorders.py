@@ -17,7 +17,7 @@ The parts of the request time, as ksteward has them (docs/metrics.md):
 - ``ResponseSendTimeMs`` is writing the response until the socket has taken it (``drain``).
 
 Counts are exact; times and sizes come from the timed requests, as Kafka's quantiles come from a sample (a Yammer
-histogram keeps a reservoir of 1,028): a connection times about one request in 16 (``TIMED_GAP_MIN``), and the
+histogram keeps a reservoir of 1,028): a connection times about one request in 48 (``TIMED_GAP_MIN``), and the
 first of each new request type; every forwarded request's wait is kept; each histogram counts every request.
 """
 
@@ -105,11 +105,13 @@ Observation = tuple[int, int, tuple[int, ...], int, float, float, float, float]
 #: 0.1 ms, and the lists stay small.
 FOLD_EVERY = 1024
 
-#: A connection times one request in about 16 (a random gap of ``TIMED_GAP_MIN`` plus ``TIMED_GAP_BITS`` random
-#: bits: 8 to 23), besides the first of each new request type: a few hundred timed requests a second per request
-#: type on a busy node, as many as the quantiles need, where timing every request cost most of the recorder's time.
-TIMED_GAP_MIN = 8
-TIMED_GAP_BITS = 4
+#: A connection times one request in about 48 (a random gap of ``TIMED_GAP_MIN`` plus ``TIMED_GAP_BITS`` random
+#: bits: 32 to 63), besides the first of each new request type: a few hundred timed requests a second per request
+#: type on a busy node, and about 1,900 over five minutes for a type served 300 times a second (a Yammer
+#: histogram's reservoir holds 1,028), where timing every request cost most of the recorder's time. A gap of 8 to
+#: 23 measured about 1.3% less throughput for ApiVersions on 50 connections (bench/README.md, the metrics section).
+TIMED_GAP_MIN = 32
+TIMED_GAP_BITS = 5
 
 _KEY = itemgetter(0)
 _SIZE = itemgetter(3)
