@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,69 @@ async def closed_loop(
         client_cpu_s=client_cpu,
         server_cpu_s=server_cpu,
     )
+
+
+async def shared_window(
+    servers: Mapping[str, Measured],
+    work: Sequence[Sequence[bytes]],
+    *,
+    seconds: float,
+    check: Callable[[bytes], bool] | None = None,
+    ramp_s: float = 0.2,
+) -> dict[str, LoadResult]:
+    """Load every server of ``servers`` at once, ``len(work)`` closed-loop connections each (connection ``i``
+    cycles through the frames of ``work[i]``), and count what each answers within the same window of
+    ``seconds`` (after ``ramp_s`` of load): one result per server, ``wall_s`` the window.
+
+    Servers that share one core and are all kept busy share its time evenly, so their rates in one window
+    compare what a request costs each of them, with the machine's moments (another tenant, the clock) falling
+    on all of them alike. A response is a success as in :func:`closed_loop`; it counts when it arrives inside
+    the window."""
+    clients = {name: [await FrameClient.connect(s.port) for _ in work] for name, s in servers.items()}
+    results = {name: LoadResult(0, False, 0, 0, seconds, [], 0.0, 0.0) for name in servers}
+    window = {"open": False, "stop": False}
+
+    async def one(client: FrameClient, frames: Sequence[bytes], result: LoadResult) -> None:
+        clock = time.perf_counter_ns
+        latencies = result.latencies_ns
+        i = 0
+        while not window["stop"]:
+            frame = frames[i % len(frames)]
+            i += 1
+            started = clock()
+            payload = await client.send(frame)
+            if not window["open"]:
+                continue
+            result.requests += 1
+            if payload[:4] == frame[8:12] and (check is None or check(payload)):
+                result.ok += 1
+                latencies.append(clock() - started)
+            else:
+                result.failed += 1
+
+    tasks = [
+        asyncio.ensure_future(one(client, frames, results[name]))
+        for name, group in clients.items()
+        for client, frames in zip(group, work, strict=True)
+    ]
+    try:
+        await asyncio.sleep(ramp_s)
+        cpu0 = {name: s.cpu_seconds() for name, s in servers.items()}
+        client0, started = client_cpu_seconds(), time.perf_counter()
+        window["open"] = True
+        await asyncio.sleep(seconds)
+        window["open"] = False
+        wall, client_cpu = time.perf_counter() - started, client_cpu_seconds() - client0
+        for name, s in servers.items():
+            results[name].wall_s, results[name].client_cpu_s = wall, client_cpu
+            results[name].server_cpu_s = s.cpu_seconds() - cpu0[name]
+        window["stop"] = True
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*(c.aclose() for group in clients.values() for c in group))
+    return results
 
 
 def merge(parts: Sequence[LoadResult]) -> LoadResult:
