@@ -49,7 +49,7 @@ import asyncio
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,10 +124,42 @@ def describe_acls_frame() -> bytes:
     return encode_request(ApiKey.DESCRIBE_ACLS, 3, values)
 
 
-def throughput_requests() -> list[tuple[str, bytes, Callable[[bytes], bool]]]:
-    """The two requests the throughput sections send: (label, frame, the check of a response)."""
-    return [("ApiVersions v3", api_versions_frame(), api_versions_ok),
-            ("DescribeAcls v3", describe_acls_frame(), describe_acls_ok)]  # fmt: skip
+Pair = tuple[str, bytes, Callable[[bytes], bool], int]  # (api label, frame, response check, connections)
+
+
+def throughput_pairs() -> list[Pair]:
+    """What the throughput sections measure: ApiVersions v3 and DescribeAcls v3, each on 1 and 50 connections."""
+    requests = [("ApiVersions v3", api_versions_frame(), api_versions_ok),
+                ("DescribeAcls v3", describe_acls_frame(), describe_acls_ok)]  # fmt: skip
+    return [(label, frame, check, conns) for label, frame, check in requests for conns in (1, 50)]
+
+
+class Blocks:
+    """What a block section has measured so far: ``cells[(pair, server kind)]`` every cell of that kind,
+    ``ratios[pair]`` one (on / off, off-b / off-a) per block, the scrapes under load and the servers' log errors."""
+
+    def __init__(self, pairs: Sequence[Pair], total: int) -> None:
+        self.pairs = pairs
+        self.total = total  # blocks the section runs
+        self.cells: dict[tuple[int, str], list[LoadResult]] = {
+            (i, kind): [] for i in range(len(pairs)) for kind in BLOCK_SERVERS
+        }
+        self.ratios: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(pairs))}
+        self.scrapes = 0
+        self.log_problems: list[str] = []
+
+    def add_ratio(self, pair: int, rate: Mapping[str, float]) -> None:
+        """One block's rates of the three servers for ``pair``: its on / off and A/A."""
+        if all(rate.values()):
+            self.ratios[pair].append((rate["on"] / off_rate(rate), rate["off-b"] / rate["off-a"]))
+
+    def end_block(self, b: int, servers: Mapping[str, ServerProcess], scraper: Scraper) -> None:
+        """After block ``b``'s servers stopped: its scrapes, its servers' log errors, and a progress line."""
+        self.scrapes += scraper.scrapes
+        self.log_problems += [f"block {b}, {s.name} server log: {line}"
+                              for s in servers.values() for line in s.log_errors()]  # fmt: skip
+        latest = "  ".join(f"{r[-1][0]:.3f}" for r in self.ratios.values() if r)
+        print(f"  block {b + 1}/{self.total}: on / off {latest}", flush=True)
 
 
 def api_versions_ok(payload: bytes) -> bool:
@@ -207,29 +239,48 @@ def off_rate(rate: Mapping[str, float]) -> float:
     return (rate["off-a"] + rate["off-b"]) / 2
 
 
+async def start_block(
+    workdir: Path, name: str, order: Sequence[str], servers: dict[str, ServerProcess], scraper: Scraper
+) -> None:
+    """A block's three fresh servers into ``servers``, started in ``order``, one at a time, each given its ports
+    just before it starts (a server's start-up probe connects from an ephemeral port, which could be one picked
+    a moment earlier for another server of the block); the ``on`` one serves ``/metrics`` on ``scraper.port``."""
+    for kind in order:
+        overrides = dict(AUTHORIZER)
+        if kind == "on":
+            [scraper.port] = free_ports(1)
+            overrides["metrics.port"] = str(scraper.port)
+        servers[kind] = ServerProcess(workdir, f"{name}-{kind}", overrides=overrides)
+        await servers[kind].start()
+
+
+def block_rows(pairs: Sequence[Pair], cells: Mapping[tuple[int, str], list[LoadResult]]) -> list[dict[str, Any]]:
+    """One row per (pair, server kind): its cells of every block merged."""
+    return [
+        {"api": label, "connections": conns, "metrics": kind, **cell_stats(merge(cells[(i, kind)]), cells[(i, kind)])}
+        for i, (label, _, _, conns) in enumerate(pairs)
+        for kind in BLOCK_SERVERS
+    ]
+
+
+def cell_problems(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Failed answers and cells stopped by their time budget."""
+    problems = [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: {r['failed']} failed"
+                for r in rows if r["failed"]]  # fmt: skip
+    problems += [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: stopped by the time budget"
+                 for r in rows if r["truncated"]]  # fmt: skip
+    return problems
+
+
 async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
     """Blocks of three fresh servers, two with the metrics off and one with them on (see the module docstring)."""
-    pairs = [(label, frame, check, conns) for label, frame, check in throughput_requests() for conns in (1, 50)]
-    # cells[(pair, server)]: every cell of that server kind; ratios[pair]: one (on / off, off-b / off-a) per block
-    cells: dict[tuple[int, str], list[LoadResult]] = {
-        (i, kind): [] for i in range(len(pairs)) for kind in BLOCK_SERVERS
-    }
-    ratios: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(pairs))}
-    scrapes = 0
-    log_problems: list[str] = []
+    pairs = throughput_pairs()
+    done = Blocks(pairs, p.blocks)
     for b in range(p.blocks):
         servers: dict[str, ServerProcess] = {}
         scraper = Scraper(0, p.scrape_interval_s)
         try:
-            # One at a time, each given its ports just before it starts: a server's start-up probe connects from
-            # an ephemeral port, which could be one picked a moment earlier for another server of the block.
-            for kind in BLOCK_SERVERS:
-                overrides = dict(AUTHORIZER)
-                if kind == "on":
-                    [scraper.port] = free_ports(1)
-                    overrides["metrics.port"] = str(scraper.port)
-                servers[kind] = ServerProcess(workdir, f"block{b}-{kind}", overrides=overrides)
-                await servers[kind].start()
+            await start_block(workdir, f"block{b}", BLOCK_SERVERS, servers, scraper)
             for i, (_label, frame, check, conns) in enumerate(pairs):
                 warm = split([with_correlation_id(frame, -1 - n) for n in range(p.warmup)], conns)
                 for server in servers.values():
@@ -246,43 +297,40 @@ async def section_throughput(p: Params, workdir: Path) -> dict[str, Any]:
                         if running is not None:
                             running.cancel()
                     block[kind].append(result)
-                    cells[(i, kind)].append(result)
-                rate = {kind: merge(parts).rate for kind, parts in block.items()}
-                if all(rate.values()):
-                    ratios[i].append((rate["on"] / off_rate(rate), rate["off-b"] / rate["off-a"]))
+                    done.cells[(i, kind)].append(result)
+                done.add_ratio(i, {kind: merge(parts).rate for kind, parts in block.items()})
             await asyncio.gather(*(s.stop() for s in servers.values()))
         finally:
             for s in servers.values():
                 s.kill()
-        scrapes += scraper.scrapes
-        log_problems += [f"block {b}, {s.name} server log: {line}" for s in servers.values() for line in s.log_errors()]
-        latest = "  ".join(f"{r[-1][0]:.3f}" for r in ratios.values() if r)
-        print(f"  block {b + 1}/{p.blocks}: on / off {latest}", flush=True)
-    rows = []
-    for i, (label, _, _, conns) in enumerate(pairs):
-        for kind in BLOCK_SERVERS:
-            pooled = merge(cells[(i, kind)])
-            rows.append({"api": label, "connections": conns, "metrics": kind,
-                         **cell_stats(pooled, cells[(i, kind)])})  # fmt: skip
-    summaries = [
-        block_ratios(label, conns, ratios[i], rows[3 * i : 3 * i + 3]) for i, (label, _, _, conns) in enumerate(pairs)
-    ]
+        done.end_block(b, servers, scraper)
+    titles = (
+        f"1. Throughput, metrics off and on ({p.blocks} blocks of three fresh servers, off-a, off-b and on; "
+        f"{p.cell_1:,} requests a cell on 1 connection, {p.cell_50:,} on 50; two cells of each server a block; "
+        f"the on server scraped every {p.scrape_interval_s:g} s of its load)",
+        "   Metrics on / off: the geometric mean of the blocks' ratios; A/A is the same measure between the two "
+        "metrics-off servers, which differ in nothing (no verdict here: see the shared section)",
+    )
+    return report_blocks(done, titles, verdict=False)
+
+
+def report_blocks(done: Blocks, titles: tuple[str, str], *, verdict: bool) -> dict[str, Any]:
+    """Print a block section's two tables (every server kind's cells, then on / off per pair, with the goal's
+    verdict when ``verdict``) and return its results."""
+    rows = block_rows(done.pairs, done.cells)
+    summaries = []
+    for i, (label, _, _, conns) in enumerate(done.pairs):
+        summary = block_ratios(label, conns, done.ratios[i], rows[3 * i : 3 * i + 3])
+        if verdict and done.ratios[i]:
+            summary["verdict"] = "met" if summary["ratio"] >= GOAL_RATIO else "missed"
+        summaries.append(summary)
     print()
-    title = (f"1. Throughput, metrics off and on ({p.blocks} blocks of three fresh servers, off-a, off-b and on; "
-             f"{p.cell_1:,} requests a cell on 1 connection, {p.cell_50:,} on 50; two cells of each server a block; "
-             f"the on server scraped every {p.scrape_interval_s:g} s of its load)")  # fmt: skip
-    print(table(title, CELL_COLUMNS, rows))
+    print(table(titles[0], CELL_COLUMNS, rows))
     print()
-    title = ("   Metrics on / off: the geometric mean of the blocks' ratios; A/A is the same measure between the two "
-             "metrics-off servers, which differ in nothing (no verdict here: see the shared section)")  # fmt: skip
-    print(table(title, RATIO_COLUMNS, summaries))
-    problems = [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: {r['failed']} failed"
-                for r in rows if r["failed"]]  # fmt: skip
-    problems += [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: stopped by the time budget"
-                 for r in rows if r["truncated"]]  # fmt: skip
-    problems += log_problems
+    print(table(titles[1], SHARED_COLUMNS if verdict else RATIO_COLUMNS, summaries))
+    problems = cell_problems(rows) + done.log_problems
     warn(problems)
-    return {"cells": rows, "ratios": summaries, "scrapes_during_load": scrapes, "problems": problems}
+    return {"cells": rows, "ratios": summaries, "scrapes_during_load": done.scrapes, "problems": problems}
 
 
 def block_ratios(
@@ -320,27 +368,18 @@ async def section_shared(p: Params, workdir: Path) -> dict[str, Any]:
         warn(["shared: skipped, it needs two cores (one for the servers, one for the load)"])
         return {"skipped": "fewer than two cores"}
     core, load_cores = {cpus[-1]}, set(cpus[:-1])
-    pairs = [(label, frame, check, conns) for label, frame, check in throughput_requests() for conns in (1, 50)]
-    cells: dict[tuple[int, str], list[LoadResult]] = {
-        (i, kind): [] for i in range(len(pairs)) for kind in BLOCK_SERVERS
-    }
-    ratios: dict[int, list[tuple[float, float]]] = {i: [] for i in range(len(pairs))}
-    scrapes = 0
-    log_problems: list[str] = []
+    pairs = throughput_pairs()
+    done = Blocks(pairs, p.shared_blocks)
     os.sched_setaffinity(0, load_cores)
     try:
         for b in range(p.shared_blocks):
             servers: dict[str, ServerProcess] = {}
             scraper = Scraper(0, p.scrape_interval_s)
             try:
-                for kind in BLOCK_ORDERS[b % len(BLOCK_ORDERS)]:  # start order (and so memory) moves each block
-                    overrides = dict(AUTHORIZER)
-                    if kind == "on":
-                        [scraper.port] = free_ports(1)
-                        overrides["metrics.port"] = str(scraper.port)
-                    servers[kind] = ServerProcess(workdir, f"shared{b}-{kind}", overrides=overrides)
-                    await servers[kind].start()
-                    pin_process(servers[kind].pid, core)
+                # The start order (and so where each lands in memory) moves on each block.
+                await start_block(workdir, f"shared{b}", BLOCK_ORDERS[b % len(BLOCK_ORDERS)], servers, scraper)
+                for server in servers.values():
+                    pin_process(server.pid, core)
                 for i, (_label, frame, check, conns) in enumerate(pairs):
                     work = [[with_correlation_id(frame, c * SHARED_CYCLE + n) for n in range(SHARED_CYCLE)]
                             for c in range(conns)]  # fmt: skip
@@ -352,46 +391,23 @@ async def section_shared(p: Params, workdir: Path) -> dict[str, Any]:
                         running.cancel()
                     for kind, result in results.items():
                         result.client_cpu_s /= len(results)  # one load generator for the three: its time split
-                        cells[(i, kind)].append(result)
-                    rate = {kind: result.rate for kind, result in results.items()}
-                    if all(rate.values()):
-                        ratios[i].append((rate["on"] / off_rate(rate), rate["off-b"] / rate["off-a"]))
+                        done.cells[(i, kind)].append(result)
+                    done.add_ratio(i, {kind: result.rate for kind, result in results.items()})
                 await asyncio.gather(*(s.stop() for s in servers.values()))
             finally:
                 for s in servers.values():
                     s.kill()
-            scrapes += scraper.scrapes
-            log_problems += [f"block {b}, {s.name} server log: {line}"
-                             for s in servers.values() for line in s.log_errors()]  # fmt: skip
-            latest = "  ".join(f"{r[-1][0]:.3f}" for r in ratios.values() if r)
-            print(f"  block {b + 1}/{p.shared_blocks}: on / off {latest}", flush=True)
+            done.end_block(b, servers, scraper)
     finally:
         os.sched_setaffinity(0, set(cpus))
-    rows = []
-    for i, (label, _, _, conns) in enumerate(pairs):
-        for kind in BLOCK_SERVERS:
-            rows.append({"api": label, "connections": conns, "metrics": kind,
-                         **cell_stats(merge(cells[(i, kind)]), cells[(i, kind)])})  # fmt: skip
-    summaries = []
-    for i, (label, _, _, conns) in enumerate(pairs):
-        summary = block_ratios(label, conns, ratios[i], rows[3 * i : 3 * i + 3])
-        if ratios[i]:
-            summary["verdict"] = "met" if summary["ratio"] >= GOAL_RATIO else "missed"
-        summaries.append(summary)
-    print()
-    title = (f"2. Throughput on one shared core ({p.shared_blocks} blocks of three fresh servers pinned to CPU "
-             f"{cpus[-1]}, loaded at once; {p.window_s:g} s windows; the on server scraped every "
-             f"{p.scrape_interval_s:g} s; the load generator's CPU split three ways)")  # fmt: skip
-    print(table(title, CELL_COLUMNS, rows))
-    print()
-    title = ("   Metrics on / off in the same window: the geometric mean of the blocks' ratios (goal: at least 0.95); "
-             "A/A is the same measure between the two metrics-off servers")  # fmt: skip
-    print(table(title, SHARED_COLUMNS, summaries))
-    problems = [f"{r['api']}, {r['connections']} conn(s), {r['metrics']}: {r['failed']} failed"
-                for r in rows if r["failed"]]  # fmt: skip
-    problems += log_problems
-    warn(problems)
-    return {"cells": rows, "ratios": summaries, "scrapes_during_load": scrapes, "problems": problems}
+    titles = (
+        f"2. Throughput on one shared core ({p.shared_blocks} blocks of three fresh servers pinned to CPU {cpus[-1]}, "
+        f"loaded at once; {p.window_s:g} s windows; the on server scraped every {p.scrape_interval_s:g} s; the load "
+        "generator's CPU split three ways)",
+        "   Metrics on / off in the same window: the geometric mean of the blocks' ratios (goal: at least 0.95); "
+        "A/A is the same measure between the two metrics-off servers",
+    )
+    return report_blocks(done, titles, verdict=True)
 
 
 # --- 3. one scrape at 100,000 ACLs and 10,000 topics ----------------------------------------------------
