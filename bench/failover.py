@@ -126,15 +126,22 @@ async def wait_until(condition: Any, timeout: float, what: str) -> Any:
     raise TimeoutError(what)
 
 
-async def start_voters(workdir: Path, overrides: Mapping[str, str]) -> tuple[list[ServerProcess], str, Path]:
+async def start_voters(
+    workdir: Path,
+    overrides: Mapping[str, str],
+    *,
+    kind: type[ServerProcess] = ServerProcess,
+    ready_s: float = 120.0,
+) -> tuple[list[ServerProcess], str, Path]:
+    """Three controllers of a new cluster (servers of ``kind``), each ready within ``ready_s`` of the last spawn."""
     cluster_id = new_cluster_id()
     workdir = workdir / f"quorum-{next(_names)}"  # each section's quorum in its own directory
     workdir.mkdir()
-    controllers = quorum_nodes(workdir, cluster_id, 3, overrides=overrides)
+    controllers = quorum_nodes(workdir, cluster_id, 3, overrides=overrides, kind=kind)
     for node in controllers:
         await node.spawn()
     for node in controllers:
-        await node.wait_ready(120.0)
+        await node.wait_ready(ready_s)
     return controllers, cluster_id, workdir
 
 
@@ -287,15 +294,16 @@ async def section_instructions(p: Params, workdir: Path) -> dict[str, Any]:
     workdir = workdir / "instructions"
     workdir.mkdir()
     kind = callgrind.CallgrindServer
-    voters = [cast(kind, node) for node in quorum_nodes(workdir, new_cluster_id(), 3, overrides=CALLGRIND_TIMEOUTS,
-                                                        kind=kind)]  # fmt: skip
     single = cast(kind, controller_node(workdir, "single-voter", new_cluster_id(), kind=kind))
+    voters: list[callgrind.CallgrindServer] = []
     commits, warmup = (50, 20) if p.quick else (150, 60)
     rows: list[dict[str, Any]] = []
     try:
-        for node in voters:
-            await node.spawn()
-        await asyncio.gather(single.start(900.0), *(node.wait_ready(900.0) for node in voters))
+        await single.spawn()  # it starts while the voters do: a server under valgrind takes a minute or more
+        nodes, _, _ = await start_voters(workdir, CALLGRIND_TIMEOUTS, kind=kind, ready_s=900.0)
+        voters = [cast(kind, node) for node in nodes]
+        await single.wait_ready(900.0)
+        await single.api_versions(900.0)
         active = await wait_until(lambda: leader(voters), 600.0, "a leader")
         client = await FrameClient.connect(active.port)
         await write_until_acked(client, itertools.count(10**6))
