@@ -21,7 +21,7 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
-# The clients show the code's default text when the whole request fails, as Kafka's getErrorResponse sends it.
+# The prefix of the message when one feature's error fails the whole update (Kafka's QuorumController.updateFeatures).
 _FAILED_FOR_ALL = "The update failed for all features since the following feature had an error: "
 
 

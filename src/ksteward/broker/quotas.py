@@ -29,7 +29,6 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
-# The clients show the code's default text when the whole request fails, as Kafka's getErrorResponse sends it.
 
 
 class QuotaFilterError(Exception):

@@ -26,8 +26,6 @@ from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
 from ksteward.protocol.codec import response_class
 
-# What the clients show when the whole request fails, as Kafka's getErrorResponse sends it.
-
 
 def _may(node: Node, ctx: RequestContext, operation: AclOperation) -> bool:
     return authorize(node, ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
