@@ -390,7 +390,6 @@ async def section_shared(p: Params, workdir: Path) -> dict[str, Any]:
                     finally:
                         running.cancel()
                     for kind, result in results.items():
-                        result.client_cpu_s /= len(results)  # one load generator for the three: its time split
                         done.cells[(i, kind)].append(result)
                     done.add_ratio(i, {kind: result.rate for kind, result in results.items()})
                 await asyncio.gather(*(s.stop() for s in servers.values()))

@@ -113,7 +113,8 @@ async def shared_window(
 ) -> dict[str, LoadResult]:
     """Load every server of ``servers`` at once, ``len(work)`` closed-loop connections each (connection ``i``
     cycles through the frames of ``work[i]``), and count what each answers within the same window of
-    ``seconds`` (after ``ramp_s`` of load): one result per server, ``wall_s`` the window.
+    ``seconds`` (after ``ramp_s`` of load): one result per server, ``wall_s`` the window, ``client_cpu_s`` this
+    process's CPU time in it split evenly between the servers (one load generator serves them all).
 
     Servers that share one core and are all kept busy share its time evenly, so their rates in one window
     compare what a request costs each of them, with the machine's moments (another tenant, the clock) falling
@@ -155,7 +156,7 @@ async def shared_window(
         window["open"] = False
         wall, client_cpu = time.perf_counter() - started, client_cpu_seconds() - client0
         for name, s in servers.items():
-            results[name].wall_s, results[name].client_cpu_s = wall, client_cpu
+            results[name].wall_s, results[name].client_cpu_s = wall, client_cpu / len(servers)
             results[name].server_cpu_s = s.cpu_seconds() - cpu0[name]
         window["stop"] = True
         await asyncio.wait_for(asyncio.gather(*tasks), 60)
