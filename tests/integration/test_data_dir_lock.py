@@ -21,6 +21,9 @@ BEFORE: Acl = ("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
 AFTER: Acl = ("TOPIC", "payments", "LITERAL", "User:bob", "*", "WRITE", "ALLOW")
 # A snapshot in progress, as a live node has it while it writes one (``_LEFTOVER_SUFFIXES``).
 LEFTOVER = "00000000000000000000-0000000000.checkpoint.part"
+# The live node writes nothing by itself while its files are compared (KIP-835's NoOpRecord every 500 ms would):
+# what changes them can only be the refused server.
+QUIET = {"metadata.max.idle.interval.ms": "0"}
 
 
 def listing(directory: Path) -> dict[str, tuple[int, int]]:
@@ -52,7 +55,7 @@ def acls(server: KstewardServer) -> set[Acl]:
 
 @pytest.mark.parametrize("ports", ["other-ports", "same-ports"])
 def test_a_second_server_on_the_same_metadata_log_dir_is_refused(server_factory: ServerFactory, ports: str) -> None:
-    a = server_factory("sasl", name="a").start()
+    a = server_factory("sasl", QUIET, name="a").start()
     acl_client("confluent-kafka", a.bootstrap).create(ADMIN, [BEFORE])
     partition = a.data_dir / "__cluster_metadata-0"
     (partition / LEFTOVER).write_bytes(b"half a snapshot")
@@ -79,7 +82,7 @@ def test_a_second_server_on_the_same_metadata_log_dir_is_refused(server_factory:
 
 def test_a_shared_log_dirs_entry_is_locked_too(server_factory: ServerFactory, tmp_path: Path) -> None:
     shared = tmp_path / "shared-log-dir"
-    a = server_factory("sasl", {"log.dirs": str(shared)}, name="a").start()
+    a = server_factory("sasl", {**QUIET, "log.dirs": str(shared)}, name="a").start()
     acl_client("confluent-kafka", a.bootstrap).create(ADMIN, [BEFORE])
     assert (shared / "meta.properties").is_file()
     before = listing(shared)

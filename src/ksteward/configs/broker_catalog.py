@@ -312,6 +312,10 @@ _KEYS: Final = (
        "new snapshot."),
     _k("metadata.log.segment.bytes", T.INT, "1073741824", _ge(12), HIGH, RO,
        "The maximum size of a single metadata log file."),
+    _k("metadata.max.idle.interval.ms", T.INT, "500", _ge(0), LOW, RO,
+       "This configuration controls how often the active controller should write no-op records to the metadata "
+       "partition. If the value is 0, no-op records are not appended to the metadata partition. The default value "
+       "is 500"),
     _k("connection.failed.authentication.delay.ms", T.INT, "100", _ge(0), LOW, RO,
        "Connection close delay on failed authentication, in milliseconds."),
     _k("connections.max.idle.ms", T.LONG, "600000", None, MEDIUM, RO,

@@ -91,6 +91,8 @@ class ServerConfig:
     static: Mapping[str, str] = field(repr=False)
     broker_session_timeout_ms: int = 9000
     broker_heartbeat_interval_ms: int = 2000
+    # KIP-835: how often the active controller appends a NoOpRecord (0: never).
+    metadata_max_idle_interval_ms: int = 500
     # KIP-853: advertised.listeners entries for controller listeners; the others advertise their listeners.
     advertised_controller_listeners: tuple[Endpoint, ...] = ()
     # ksteward's read-your-writes extension (ksteward.protocol.read_your_writes).
@@ -442,6 +444,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         # KRaft broker sessions (Kafka's KafkaConfig): a broker silent this long is fenced by the controller.
         broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
         broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
+        metadata_max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", 500, minimum=0),
         # How long a request carrying a metadata offset waits for this node to apply it (an extension).
         read_your_writes_timeout_ms=_int(props, "ksteward.read.your.writes.timeout.ms", 30_000, minimum=0),
         quorum_voters=voters,

@@ -59,6 +59,7 @@ from ksteward.controller.topic_requests import (
 )
 from ksteward.controller.topics import TopicControlManager
 from ksteward.metadata.image import MetadataImage
+from ksteward.metadata.records import NoOpRecord
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -311,6 +312,12 @@ class Controller:
     async def sweep_expired_delegation_tokens(self) -> list[str]:
         """The periodic expiry sweep: the ids of the tokens it removed."""
         return await self._commit(self.delegation_tokens.sweep(self.writer.latest))
+
+    @_event
+    async def write_noop_record(self) -> None:
+        """KIP-835: one ``NoOpRecord``, so that the high watermark moves on an idle cluster (Kafka's
+        ``QuorumController`` event ``writeNoOpRecord``, every ``metadata.max.idle.interval.ms``)."""
+        await self._commit(ControllerResult(records=(NoOpRecord(),), response=None))
 
     # --- reassignment and elections (controller/reassignment.py, docs/reassignment.md) ---------------------
 

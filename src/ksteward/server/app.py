@@ -70,6 +70,7 @@ from ksteward.server.metrics.collectors import (
     PolicyCollector,
 )
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
+from ksteward.server.noop_writer import write_noop_records
 from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.quorum import QuorumDriver, build_quorum_driver
 from ksteward.server.raft_service import RaftService
@@ -113,6 +114,7 @@ class Server:
         self._dir_locks: list[DirectoryLock] = []
         self._session_check: asyncio.Task[None] | None = None
         self._token_sweep: asyncio.Task[None] | None = None
+        self._noop_writer: asyncio.Task[None] | None = None
         self._token_logins: TokenLogins | None = None
         self._applied = OffsetWaiters()
         self.incarnation_id = uuid.uuid4()
@@ -248,6 +250,9 @@ class Server:
         if tokens.enabled:
             sweep = sweep_expired_tokens(self._controller, tokens.expiry_check_interval_ms / 1000)
             self._token_sweep = asyncio.get_running_loop().create_task(sweep, name="delegation-token-sweep")
+        if cfg.metadata_max_idle_interval_ms > 0:
+            noops = write_noop_records(self._controller, cfg.metadata_max_idle_interval_ms)
+            self._noop_writer = asyncio.get_running_loop().create_task(noops, name="noop-record-writer")
         runtimes = self._listener_runtimes()
         for endpoint in cfg.listeners:
             await self._bind(endpoint, runtimes[endpoint.name])
@@ -584,7 +589,7 @@ class Server:
 
     async def stop(self) -> None:
         await self._close_metrics()
-        for task in (self._session_check, self._token_sweep):
+        for task in (self._session_check, self._token_sweep, self._noop_writer):
             if task is not None:
                 with contextlib.suppress(Exception):
                     await cancel_and_wait(task)

@@ -19,7 +19,8 @@ actions that brings the deadline forward (as the simulation's scheduler does, ``
 Requests: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot from the listener go to
 ``handle_request``; a Fetch the leader parks waits until the served (durable) end passes its offset, the high
 watermark moves, ``max_wait_ms`` passes or the leadership ends (Kafka completes parked fetches on a high
-watermark change too, ``KafkaRaftClient.onUpdateLeaderHighWatermark``), then ``complete_fetch`` answers it.
+watermark change too, in ``KafkaRaftClient.onUpdateLeaderHighWatermark`` since 4.1, KAFKA-14145; before, only
+new records did), then ``complete_fetch`` answers it.
 The leader's group commit reports each fsync (``on_leader_durable`` → ``on_log_flushed``).
 
 Every election and resignation is logged with its epoch and reason (``raft state: ...`` lines).
