@@ -183,10 +183,14 @@ class MetadataFollower:
         address = self.controller_address
         if self._leader_unreachable and len(self._bootstrap) > 1:
             address = None  # the leader did not answer: a voter tells who leads now
-        if address is None:  # not known, or not answering: try the bootstrap servers in turn
+        if address is None:  # not known, or not answering: ask a voter who leads
+            if self._connection is not None:
+                # The voter that answered last (a failed call drops its connection): asked again until it names
+                # the leader. Dropping it for the next bootstrap server could land on a stopped voter, which
+                # holds the connect for its timeout while the brokers' sessions run out.
+                return self._connection
             address = self._bootstrap[self._next_bootstrap % len(self._bootstrap)]
-            if self._connection is None:
-                self._next_bootstrap += 1
+            self._next_bootstrap += 1  # each failure moves on: a stopped voter is not tried twice in a row
         if self._connection is not None and self._address != address:
             await self._drop_connection()
         if self._connection is None:
