@@ -11,28 +11,15 @@ not one per interval, until check-quorum makes it resign.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-
 from ksteward.controller.active import Controller
-from ksteward.controller.result import NotControllerError
-
-log = logging.getLogger(__name__)
+from ksteward.server.tasks import run_controller_ticks
 
 
 async def write_noop_records(controller: Controller, interval_ms: int) -> None:
     """Run until cancelled, or until the metadata log failed."""
-    interval = interval_ms / 1000
-    while True:
-        await asyncio.sleep(interval)
-        if not controller.is_active():  # a standby: nothing to write, and no exception to raise and catch
-            continue
-        try:
+
+    async def tick() -> None:
+        if controller.is_active():  # a standby: nothing to write, and no exception to raise and catch
             await controller.write_noop_record()
-        except NotControllerError:  # leadership moved before the record committed
-            continue
-        except RuntimeError as exc:  # the metadata log failed: no more writes
-            log.error("NoOpRecord writes stopped: %s", exc)
-            return
-        except Exception:  # a bug must not end the task for good: the next tick tries again
-            log.exception("writing a NoOpRecord failed")
+
+    await run_controller_ticks("NoOpRecord writer", interval_ms / 1000, tick)
