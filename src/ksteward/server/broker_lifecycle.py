@@ -22,7 +22,6 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -30,8 +29,8 @@ from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.cluster import SECURITY_PROTOCOL_CODES
 from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.protocol.apis import ApiKey
-from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
-from ksteward.server.metadata_follower import Connect, MetadataFollower
+from ksteward.server.controller_channel import ActiveControllerLink, Address, Connect
+from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -61,12 +60,9 @@ class BrokerLifecycle:
         self.incarnation_id = incarnation_id
         self._directory_id = directory_id
         self._follower = follower
-        self._controller = controller
-        self._connect = connect
+        self._link = ActiveControllerLink(controller, connect, timeout_s=_REQUEST_TIMEOUT_S)
         self._backoff_s = backoff_s
         self._interval_s = config.broker_heartbeat_interval_ms / 1000
-        self._connection: ControllerConnection | None = None
-        self._address: Address | None = None
         self.broker_epoch = -1
         self.unfenced = asyncio.Event()
         self.should_shut_down = asyncio.Event()
@@ -95,7 +91,7 @@ class BrokerLifecycle:
     async def close(self) -> None:
         await cancel_and_wait(self._task)
         self._task = None
-        await self._drop_connection()
+        await self._link.close()
 
     async def _run(self) -> None:
         while self.broker_epoch < 0:
@@ -106,32 +102,6 @@ class BrokerLifecycle:
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._interval_s if ok else self._backoff_s)
-
-    async def _call(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        """One request to the active controller; None when it failed. A new Raft leader (the follower learnt
-        it) moves the connection there first, as Kafka's ``NodeToControllerChannelManager`` targets the
-        current leader."""
-        try:
-            address = self._controller()
-            if self._connection is not None and address != self._address:
-                await self._drop_connection()
-            if self._connection is None:
-                self._connection = await self._connect(address)
-                self._address = address
-            response = await asyncio.wait_for(self._connection.call(api_key, version, body), _REQUEST_TIMEOUT_S)
-        except CALL_ERRORS as exc:
-            log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
-            await self._drop_connection()
-            return None
-        if response.error_code == ErrorCode.not_controller:
-            # Kafka disconnects and forgets the controller; the retry goes to the leader the follower knows next.
-            await self._drop_connection()
-        return response
-
-    async def _drop_connection(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
 
     async def _register(self) -> bool:
         cfg = self._config
@@ -157,7 +127,7 @@ class BrokerLifecycle:
             "log_dirs": [self._directory_id] if self._directory_id is not None else [],
             "previous_broker_epoch": -1,
         }
-        response = await self._call(ApiKey.BROKER_REGISTRATION, _REGISTRATION_VERSION, body)
+        response = await self._link.call(ApiKey.BROKER_REGISTRATION, _REGISTRATION_VERSION, body)
         if response is None:
             return False
         error = ErrorCode(response.error_code)
@@ -177,7 +147,7 @@ class BrokerLifecycle:
             "want_shut_down": self._want_shut_down,
             "offline_log_dirs": [],
         }
-        response = await self._call(ApiKey.BROKER_HEARTBEAT, _HEARTBEAT_VERSION, body)
+        response = await self._link.call(ApiKey.BROKER_HEARTBEAT, _HEARTBEAT_VERSION, body)
         if response is None:
             return False
         error = ErrorCode(response.error_code)

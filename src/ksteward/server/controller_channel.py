@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kio.schema.envelope.v0 import EnvelopeRequest, EnvelopeResponse
@@ -174,6 +174,47 @@ class ControllerConnection:
         self._writer.close()
         with contextlib.suppress(OSError, ConnectionError):
             await self._writer.wait_closed()
+
+
+Connect = Callable[[Address], Awaitable[ControllerConnection]]
+
+
+class ActiveControllerLink:
+    """A broker's own requests to the active controller (registration and heartbeats, AlterPartition) over one
+    connection. A new Raft leader (``controller()`` names another address) moves the connection there first, as
+    Kafka's ``NodeToControllerChannelManager`` targets the current leader. A call that fails or times out, or
+    that is answered NOT_CONTROLLER (Kafka disconnects and forgets the controller), drops the connection: the
+    next call connects to the address ``controller()`` gives then."""
+
+    def __init__(self, controller: Callable[[], Address], connect: Connect, *, timeout_s: float) -> None:
+        self._controller = controller
+        self._connect = connect
+        self._timeout_s = timeout_s
+        self._connection: ControllerConnection | None = None
+        self._address: Address | None = None
+
+    async def call(self, api_key: int, version: int, body: Any) -> Any | None:
+        """The response body; None when the call failed (logged at debug level, without the request)."""
+        try:
+            address = self._controller()
+            if self._connection is not None and address != self._address:
+                await self.close()
+            if self._connection is None:
+                self._connection = await self._connect(address)
+                self._address = address
+            response = await asyncio.wait_for(self._connection.call(api_key, version, body), self._timeout_s)
+        except CALL_ERRORS as exc:
+            log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
+            await self.close()
+            return None
+        if response.error_code == ErrorCode.not_controller:
+            await self.close()
+        return response
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
 
 
 class ControllerChannel:

@@ -19,8 +19,8 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.broker.isr_expansion import ALTER_PARTITION_VERSION, IsrExpansions, alter_partition_body
 from ksteward.protocol.apis import ApiKey
-from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
-from ksteward.server.metadata_follower import Connect, MetadataFollower
+from ksteward.server.controller_channel import ActiveControllerLink, Address, Connect
+from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,9 @@ class IsrReporter:
         self._node_id = node_id
         self._follower = follower
         self._broker_epoch = broker_epoch
-        self._controller = controller
-        self._connect = connect
+        self._link = ActiveControllerLink(controller, connect, timeout_s=_REQUEST_TIMEOUT_S)
         self._interval_s = interval_s
         self._expansions = IsrExpansions()
-        self._connection: ControllerConnection | None = None
-        self._address: Address | None = None
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -56,9 +53,7 @@ class IsrReporter:
     async def close(self) -> None:
         await cancel_and_wait(self._task)
         self._task = None
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
+        await self._link.close()
 
     async def _run(self) -> None:
         follower = self._follower
@@ -81,7 +76,7 @@ class IsrReporter:
 
     async def _send(self, epoch: int, due: dict[Any, dict[str, Any]]) -> None:
         body = alter_partition_body(self._node_id, epoch, due)
-        response = await self._call(body)
+        response = await self._link.call(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
         if response is None or response.error_code != ErrorCode.none:
             if response is not None:
                 log.info("AlterPartition refused with %s", ErrorCode(response.error_code).name)
@@ -93,26 +88,3 @@ class IsrReporter:
                 if code not in (ErrorCode.none, ErrorCode.new_leader_elected):
                     log.info("AlterPartition for partition %d refused with %s", p.partition_index, code.name)
                     self._expansions.retry([(topic.topic_id, int(p.partition_index))])
-
-    async def _call(self, body: dict[str, Any]) -> Any:
-        try:
-            address = self._controller()
-            if self._connection is not None and address != self._address:
-                await self._drop_connection()  # a new Raft leader: the active controller moved
-            if self._connection is None:
-                self._connection = await self._connect(address)
-                self._address = address
-            call = self._connection.call(ApiKey.ALTER_PARTITION, ALTER_PARTITION_VERSION, body)
-            response = await asyncio.wait_for(call, _REQUEST_TIMEOUT_S)
-        except CALL_ERRORS as exc:
-            log.debug("AlterPartition to the controller failed (%s)", type(exc).__name__)
-            await self._drop_connection()
-            return None
-        if response.error_code == ErrorCode.not_controller:
-            await self._drop_connection()
-        return response
-
-    async def _drop_connection(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import takewhile
 
 from ksteward.authorizer import StandardAuthorizer
@@ -44,7 +44,7 @@ from ksteward.raft.follower_log import FollowerLog
 from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
 from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP, binding_or_none
 from ksteward.server.collector import collector_paused
-from ksteward.server.controller_channel import CALL_ERRORS, Address, ControllerConnection
+from ksteward.server.controller_channel import CALL_ERRORS, Address, Connect, ControllerConnection
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -55,8 +55,6 @@ DEFAULT_BACKOFF_S = 0.02
 REPLAYED_ON_THE_LOOP = 5_000
 #: Kafka's ``controller.quorum.request.timeout.ms`` default; above the Fetch long poll (500 ms).
 DEFAULT_REQUEST_TIMEOUT_S = 2.0
-
-Connect = Callable[[Address], Awaitable[ControllerConnection]]
 
 
 class MetadataFollower:
