@@ -21,6 +21,7 @@ from ksteward.pipeline.jobs.audit import (
     report_data,
     write_result,
 )
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.report import render_report
 from ksteward.pipeline.schemas import ACL_SCHEMA, AUTHZ_EVENT_SCHEMA, AuthorizerSettings
 
@@ -89,11 +90,11 @@ def event(
 
 
 def acls_frame(spark: SparkSession, rows: list[tuple[str, ...]]) -> DataFrame:
-    return spark.createDataFrame(rows, ACL_SCHEMA)
+    return local_frame(spark, rows, ACL_SCHEMA)
 
 
 def events_frame(spark: SparkSession, rows: list[tuple[object, ...]]) -> DataFrame:
-    return spark.createDataFrame(rows, AUTHZ_EVENT_SCHEMA)
+    return local_frame(spark, rows, AUTHZ_EVENT_SCHEMA)
 
 
 # --- usage ---------------------------------------------------------------------------------------
@@ -127,7 +128,8 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
     result = audit(events, acls, NO_SETTINGS, start=T0, end=at(48))
     assert_df_equality(
         result.acl_usage.select("acl_id", "hits", "redecided_hits"),
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [("a-read", 3, 0), ("a-write", 1, 0), ("a-idle", 0, 0), ("a-deny", 1, 0)],
             "acl_id string, hits long, redecided_hits long",
         ),
@@ -145,7 +147,8 @@ def test_hits_last_used_and_unused_from_logged_events(spark: SparkSession) -> No
 
     assert_df_equality(
         result.acl_hits_daily.select("event_date", "acl_id", "hits", "in_state"),
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [
                 (date(2026, 11, 1), "a-read", 2, True),
                 (date(2026, 11, 2), "a-read", 1, True),

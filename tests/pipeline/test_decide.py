@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ksteward.authorizer import AclBinding, StandardAuthorizer, acl_id_text
 from ksteward.pipeline.decide import acl_frame, decide, decide_distinct, reference_authorizer
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.schemas import REQUEST_COLUMNS, AuthorizerSettings
 
 # Small alphabets, so that names, prefixes, principals and hosts collide.
@@ -34,7 +35,7 @@ def expected(auth: StandardAuthorizer, request: tuple[str, ...]) -> tuple[bool, 
 
 def requests_frame(spark: SparkSession, requests: list[tuple[str, ...]]) -> DataFrame:
     rows = [(*r, i) for i, r in enumerate(requests)]
-    return spark.createDataFrame(rows, [*REQUEST_COLUMNS, "seq"])
+    return local_frame(spark, rows, ", ".join([*(f"{c} string" for c in REQUEST_COLUMNS), "seq long"]))
 
 
 def check(spark: SparkSession, acls: dict[str, AclBinding], s: AuthorizerSettings, requests: DataFrame) -> int:

@@ -23,6 +23,7 @@ from ksteward.cli.main import main
 from ksteward.pipeline.decide import acl_frame
 from ksteward.pipeline.jobs.audit import audit
 from ksteward.pipeline.jobs.whatif import Plan, unmatched_deletions
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.readers import InputError, read_audit
 from ksteward.pipeline.readers.audit import NOT_GZIP
 from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, AuthorizerSettings
@@ -93,7 +94,7 @@ def test_from_after_to_is_one_line_and_exit_2(job: str, tmp_path: Path, capsys: 
 
 
 def test_audit_refuses_an_empty_window(spark: SparkSession) -> None:
-    events = spark.createDataFrame([], AUTHZ_EVENT_SCHEMA)
+    events = local_frame(spark, [], AUTHZ_EVENT_SCHEMA)
     with pytest.raises(InputError, match="is empty"):
         audit(events, acl_frame(spark, []), AuthorizerSettings(), start=T0, end=T0)
 

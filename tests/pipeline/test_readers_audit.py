@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from ksteward.authorizer import AclBinding, AuditEvent, StandardAuthorizer, acl_id_text, forwarded_by
 from ksteward.pipeline.jobs.audit import audit
 from ksteward.pipeline.jobs.who_can import who_can
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.readers import InputError, read_audit
 from ksteward.pipeline.readers.audit import audit_files
 from ksteward.pipeline.schemas import ACL_SCHEMA, AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA, AuthorizerSettings
@@ -216,7 +217,8 @@ def test_a_forwarded_decision_names_the_broker_and_a_direct_one_does_not(control
 def test_the_jobs_count_a_forwarded_decision_as_the_clients(spark: SparkSession, controller_events: Any) -> None:
     """The audit's used ACLs, access tuples and denied principals (what the report shows), and who-can's observed
     principals, all see ``alice`` from her own address, never the broker that forwarded her request."""
-    acls = spark.createDataFrame(
+    acls = local_frame(
+        spark,
         [
             (acl_id_text(ALICE_ACL), "TOPIC", "orders", "LITERAL", "User:alice", "*", "ALTER_CONFIGS", "ALLOW"),
             (acl_id_text(BROKER_ACL), "TOPIC", "orders", "LITERAL", "User:broker", "*", "ALL", "ALLOW"),

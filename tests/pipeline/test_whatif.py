@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ksteward.authorizer import AclBinding, AclBindingFilter
 from ksteward.pipeline.decide import acl_frame
 from ksteward.pipeline.jobs.whatif import Plan, filter_condition, load_plan, parse_plan, planned_acls, whatif
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.readers import InputError
 from ksteward.pipeline.schemas import REQUEST_COLUMNS, AuthorizerSettings
 
@@ -23,7 +24,7 @@ EVERYONE = AuthorizerSettings(allow_everyone_if_no_acl_found=True)
 
 def events_frame(spark: SparkSession, requests: list[tuple[str, str, str, str, str]], repeat: int = 1) -> DataFrame:
     rows = [(*r, T0 + datetime.timedelta(minutes=i + k)) for i, r in enumerate(requests) for k in range(repeat)]
-    return spark.createDataFrame(rows, [*REQUEST_COLUMNS, "event_time"])
+    return local_frame(spark, rows, ", ".join([*(f"{c} string" for c in REQUEST_COLUMNS), "event_time timestamp"]))
 
 
 def acl(name: str, principal: str, op: str = "READ", perm: str = "ALLOW", pattern: str = "LITERAL") -> AclBinding:
@@ -44,7 +45,8 @@ FLIP_COLUMNS = ("principal", "operation", "resource_name", "change", "rule_befor
 
 def flips_table(spark: SparkSession, rows: list[tuple[object, ...]]) -> DataFrame:
     """The expected flips, as ``FLIP_COLUMNS`` of ``whatif``'s output."""
-    return spark.createDataFrame(
+    return local_frame(
+        spark,
         rows,
         "principal string, operation string, resource_name string, change string, rule_before string, "
         "rule_after string, events long",

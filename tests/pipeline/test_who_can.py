@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 from ksteward.authorizer import AclBinding
 from ksteward.pipeline.decide import acl_frame, reference_authorizer
 from ksteward.pipeline.jobs.who_can import who_can
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.schemas import AuthorizerSettings
 
 PRINCIPALS = ("User:alice", "User:bob", "Group:devs")
@@ -62,7 +63,8 @@ def test_acl_rows_allowing_acls_and_narrowing_denies(spark: SparkSession) -> Non
     # Ordered by principal and host ("User:*" sorts before every name).
     assert_df_equality(
         frame.select("principal", "host", "rule", "allowing_acl_ids", "narrowed_by_acl_ids"),
-        spark.createDataFrame(
+        local_frame(
+            spark,
             [("User:*", "10.0.0.2", "acl", ["any"], ["no-bob"]), ("User:alice", "*", "acl", ["lit", "pre"], [])],
             "principal string, host string, rule string, allowing_acl_ids array<string>, "
             "narrowed_by_acl_ids array<string>",
@@ -89,9 +91,7 @@ def test_super_users_and_everyone(spark: SparkSession) -> None:
 
 def test_observed_principals_are_decided_too(spark: SparkSession) -> None:
     acls = {"any": topic("orders", "User:*"), "no-bob": topic("orders", "User:bob", "ALL", "DENY", host="10.0.0.1")}
-    observed = spark.createDataFrame(
-        [("User:bob", "10.0.0.1"), ("User:bob", "10.0.0.2")], "principal string, host string"
-    )
+    observed = local_frame(spark, [("User:bob", "10.0.0.1"), ("User:bob", "10.0.0.2")], "principal string, host string")
     rows = who_can(acl_frame(spark, acls.items()), AuthorizerSettings(), "TOPIC", "orders", "READ", principals=observed)
     pairs = [(r.principal, r.host) for r in rows.collect()]
     assert pairs == [("User:*", "*"), ("User:bob", "10.0.0.2")]

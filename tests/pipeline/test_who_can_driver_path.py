@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from ksteward.authorizer import AclBinding
 from ksteward.pipeline.decide import acl_frame
 from ksteward.pipeline.jobs import who_can as job
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.schemas import ACL_SCHEMA, AuthorizerSettings
 
 PRINCIPALS = ("User:alice", "User:bob", "Group:devs", "User:*")
@@ -68,7 +69,7 @@ def test_rows_the_library_refuses_leave_the_answer_to_spark(spark: SparkSession)
         ("a3", "TOPIC", "orders", "LITERAL", "User:carol", "*", "READ", "ALLOW"),
         ("a4", "TOPIC", "orders", "LITERAL", "User:carol", "*", "READ", "ALLOW"),  # a repeated 7-tuple
     ]
-    frame = spark.createDataFrame(rows, ACL_SCHEMA)
+    frame = local_frame(spark, rows, ACL_SCHEMA)
     local, is_local = job.matching_acls(frame, job.ResourceType.TOPIC, "orders")
     held = local.collect()
     assert is_local and len(held) == 4

@@ -74,6 +74,7 @@ from ksteward.pipeline.decide import (
     grants_operation,
     reference_authorizer,
 )
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.local_state import local_acls
 from ksteward.pipeline.readers import InputError, read_audit, read_metadata
 from ksteward.pipeline.schemas import ACL_SCHEMA, AuthorizerSettings
@@ -127,7 +128,7 @@ def matching_acls(acls: DataFrame, resource_type: ResourceType, resource_name: s
     matching = acls.where(_matches_resource(resource_type, resource_name)).select(*ACL_SCHEMA.fieldNames())
     rows = matching.limit(LOCAL_RESOURCE_ACLS + 1).collect()
     if len(rows) <= LOCAL_RESOURCE_ACLS:
-        return spark.createDataFrame(rows, ACL_SCHEMA), True
+        return local_frame(spark, rows, ACL_SCHEMA), True
     return matching.persist(), False
 
 
@@ -166,13 +167,13 @@ def who_can(
     if local and principals is None:
         rows = _answer_on_driver(acls, settings, rt, resource_name, op)
         if rows is not None:  # sorted, and written as one file
-            return spark.createDataFrame(rows, _ANSWER_SCHEMA).coalesce(1)
+            return local_frame(spark, rows, _ANSWER_SCHEMA).coalesce(1)
 
     on_resource = resource_acls(acls, rt, resource_name).where(F.instr("principal", ":") > 0)
     allows = on_resource.where((F.col("perm") == _ALLOW) & grants_operation(F.col("acl_op"), F.lit(int(op))))
     denies = on_resource.where((F.col("perm") != _ALLOW) & denies_operation(F.col("acl_op"), F.lit(int(op))))
     fixed = [(WILDCARD_PRINCIPAL, WILDCARD_HOST)] + [(user, WILDCARD_HOST) for user in sorted(settings.super_users)]
-    candidates = spark.createDataFrame(fixed, "principal string, host string").unionByName(
+    candidates = local_frame(spark, fixed, "principal string, host string").unionByName(
         allows.select("principal", "host")
     )
     if principals is not None:

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ksteward.authorizer import AUDIT_EVENT_TYPE, AclOperation, ResourceType, Rule
+from ksteward.pipeline.local_frames import local_frame
 from ksteward.pipeline.schemas import AUTHZ_EVENT_SCHEMA, REJECTS_SCHEMA
 
 from . import InputError, ReadResult, conform
@@ -170,7 +171,7 @@ def read_audit(spark: SparkSession, paths: str | os.PathLike[str] | Iterable[str
     if not_gzip:
         rows = [(f, 0, NOT_GZIP, None) for f in not_gzip]
         rejects = rejects.unionByName(
-            spark.createDataFrame(rows, "source_file string, source_line long, reason string, raw string")
+            local_frame(spark, rows, "source_file string, source_line long, reason string, raw string")
         )
     return ReadResult(frame, conform(rejects, REJECTS_SCHEMA))
 
