@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 _REGISTRATION_VERSION = 4
 _HEARTBEAT_VERSION = 2
-_REQUEST_TIMEOUT_S = 5.0
 
 
 class BrokerLifecycle:
@@ -60,7 +59,7 @@ class BrokerLifecycle:
         self.incarnation_id = incarnation_id
         self._directory_id = directory_id
         self._follower = follower
-        self._link = ActiveControllerLink(controller, connect, timeout_s=_REQUEST_TIMEOUT_S)
+        self._link = ActiveControllerLink(controller, connect)
         self._backoff_s = backoff_s
         self._interval_s = config.broker_heartbeat_interval_ms / 1000
         self.broker_epoch = -1

@@ -184,9 +184,9 @@ class ActiveControllerLink:
     connection. A new Raft leader (``controller()`` names another address) moves the connection there first, as
     Kafka's ``NodeToControllerChannelManager`` targets the current leader. A call that fails or times out, or
     that is answered NOT_CONTROLLER (Kafka disconnects and forgets the controller), drops the connection: the
-    next call connects to the address ``controller()`` gives then."""
+    next call connects to the address ``controller()`` gives then. ``timeout_s`` bounds each call."""
 
-    def __init__(self, controller: Callable[[], Address], connect: Connect, *, timeout_s: float) -> None:
+    def __init__(self, controller: Callable[[], Address], connect: Connect, *, timeout_s: float = 5.0) -> None:
         self._controller = controller
         self._connect = connect
         self._timeout_s = timeout_s

@@ -25,8 +25,6 @@ from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
-_REQUEST_TIMEOUT_S = 5.0
-
 
 class IsrReporter:
     def __init__(
@@ -42,7 +40,7 @@ class IsrReporter:
         self._node_id = node_id
         self._follower = follower
         self._broker_epoch = broker_epoch
-        self._link = ActiveControllerLink(controller, connect, timeout_s=_REQUEST_TIMEOUT_S)
+        self._link = ActiveControllerLink(controller, connect)
         self._interval_s = interval_s
         self._expansions = IsrExpansions()
         self._task: asyncio.Task[None] | None = None
