@@ -186,8 +186,9 @@ def enum_code(column: Column | str, table: dict[str, int], *, case_sensitive: bo
 @functools.lru_cache(maxsize=32)
 def _map_literal(items: tuple[tuple[str, int], ...]) -> str:
     """``table`` as one SQL map literal: the JVM parses it in one call, where ``F.create_map`` of ``F.lit``
-    values made three py4j round trips an entry (about 0.1 s an ``enum_code`` on a 2-vCPU machine, and
-    ``decide`` makes six). The names are enum names, which need no quoting beyond the quotes."""
+    values made three py4j round trips an entry, 12% of the calls that build a ``decide`` plan
+    (bench/README.md, "Small driver-side frames"). The names are enum names, which need no quoting beyond the
+    quotes."""
     for name, code in items:
         if not (name.isascii() and name.replace("_", "").isalnum()) or not isinstance(code, int):
             raise ValueError(f"not an enum name and code: {name!r}, {code!r}")

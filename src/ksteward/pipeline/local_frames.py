@@ -3,7 +3,7 @@
 ``spark.createDataFrame`` on a Python list makes a Python RDD: every job that scans the frame (each join, and
 each broadcast the planner makes of it) has Python worker processes unpickle the rows again, and one decision
 plan scans a small ACL table several times. From a ``pyarrow.Table`` (Spark 4, SPARK-48220), Spark builds a
-local relation that the JVM scans itself (bench/README.md, "The pipeline", has the difference measured).
+local relation that the JVM scans itself (bench/README.md, "Small driver-side frames", has the difference measured).
 
 For columns of strings, integers, doubles, booleans, dates, timestamps and arrays of them. A timestamp must
 carry its time zone: PySpark reads a naive ``datetime`` in the host's zone and Arrow in UTC, so
