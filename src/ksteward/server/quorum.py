@@ -83,8 +83,10 @@ _FOLLOWER_LOG_ACTIONS = (
 )
 #: How long a leader that stops (SIGTERM) waits for a successor after resigning (Kafka's graceful shutdown).
 SHUTDOWN_TIMEOUT_MS = 2000
-#: How long a standby controller may wait before it replays newly committed records (``_defer_apply``).
-STANDBY_APPLY_DELAY_S = 0.01
+#: How long a standby controller may wait before it replays newly committed records (``_defer_apply``): at
+#: most Kafka's own lag for a follower's high watermark, which before KIP-1166 arrives only with the next Fetch
+#: answer, up to ``MaxWaitMs`` (500 ms, the NoOpRecord interval) later.
+STANDBY_APPLY_DELAY_S = 0.5
 
 
 def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
