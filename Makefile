@@ -36,9 +36,13 @@ run: $(STAMP)
 cluster: $(STAMP)
 	$(VENV)/bin/ksteward cluster up
 
+# Two pytest-xdist workers: one runs the Spark pipeline tests on one JVM, the other the unit and integration
+# tests, which mostly wait on their servers (tests/conftest.py). TEST_WORKERS=0 runs the suite in this
+# process, one test at a time.
 # --durations: the 25 slowest tests at the end of the log, to keep the suite's time in view (README).
+TEST_WORKERS ?= 2
 test: dev
-	$(PY) -m pytest -q --durations=25
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The long fault runs: every kill-and-restart test 20 times at seeded random points, and the Raft
 # simulation over 100 seeds per scenario (docs/testing.md).

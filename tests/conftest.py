@@ -1,0 +1,28 @@
+"""How ``make test`` shares the suite between two pytest-xdist workers (``-n 2 --dist loadgroup``).
+
+The tests in ``tests/pipeline`` share one SparkSession (``tests/pipeline/conftest.py``): they are one unit of
+work, run by one worker on one JVM, and handed out first, as the largest unit; the other worker takes the unit
+and integration tests one at a time, most of which wait on their servers. xdist groups by ``xdist_group`` marks
+by renaming each marked item's node id, which pytest 9 no longer allows (``Node.nodeid`` is read-only), so the
+group is chosen here by path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+SPARK_TESTS = "tests/pipeline/"
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SparkTestsTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
+
+    return SparkTestsTogether(config, log)
