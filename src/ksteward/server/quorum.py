@@ -85,8 +85,8 @@ _FOLLOWER_LOG_ACTIONS = (
 SHUTDOWN_TIMEOUT_MS = 2000
 #: How long a standby controller may wait before it replays newly committed records (``_defer_apply``): at
 #: most Kafka's own lag for a follower's high watermark, which before KIP-1166 arrives only with the next Fetch
-#: answer, up to ``MaxWaitMs`` (500 ms, the NoOpRecord interval) later.
-STANDBY_APPLY_DELAY_S = 0.5
+#: answer, up to the Fetch's default ``MaxWaitMs`` (500 ms) later.
+STANDBY_APPLY_DELAY_S = QuorumConfig().fetch_max_wait_ms / 1000
 
 
 def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
