@@ -8,14 +8,16 @@ and what depends on it, and a voter's ``FlushLog`` (fsync) is done before the vo
 
 - ``PersistElectionState``: ``quorum-state`` is written before anything acts on the transition;
 - ``SendRequest``: a task sends it to that voter's controller listener (``server.voter_peers``) and feeds
-  the response (or the failure) back;
+  the response (or the failure) back; a follower's next Fetch is sent by the task that handled the last
+  answer, in the same step (``_call``);
 - ``AppendBatches`` / ``TruncateTo`` / snapshot steps: ``FollowerLog``; ``FlushLog``: ``MetadataLog.flush``;
 - ``BecameLeader`` / ``LostLeadership`` / ``HighWatermarkUpdated``: the controller on top
   (``server.controller_quorum``): claim, renounce, commit;
 - ``LeaderChanged``: logged.
 
-Timers: one ``loop.call_at`` handle calls ``tick`` at ``next_deadline_ms``, moved earlier after any batch of
-actions that brings the deadline forward (as the simulation's scheduler does, ``tests/unit/raft/raft_sim.py``).
+Timers: one ``loop.call_at`` handle calls ``tick`` at ``next_deadline_ms``, moved earlier once a loop turn that
+carried out actions brings the deadline forward (``_settle``, which also logs a state change; as the
+simulation's scheduler does, ``tests/unit/raft/raft_sim.py``).
 Requests: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch and FetchSnapshot from the listener go to
 ``handle_request``; a Fetch the leader parks waits until the served (durable) end passes its offset, the high
 watermark moves, ``max_wait_ms`` passes or the leadership ends (Kafka completes parked fetches on a high
@@ -81,6 +83,7 @@ _FOLLOWER_LOG_ACTIONS = (
     InstallSnapshot,
     AbortSnapshotDownload,
 )
+_FETCH_KEYS = (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
 #: How long a leader that stops (SIGTERM) waits for a successor after resigning (Kafka's graceful shutdown).
 SHUTDOWN_TIMEOUT_MS = 2000
 #: How long a standby controller may wait before it replays newly committed records (``_defer_apply``): at
@@ -180,6 +183,7 @@ class QuorumDriver:
         # The one timer: ``tick`` at the voter's next deadline, re-armed after every batch of actions.
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0  # when ``_timer`` fires, on the loop's (monotonic) clock
+        self._settling = False  # a ``_settle`` is scheduled: it runs once after every batch of this loop turn
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
         self._progress: set[asyncio.Future[None]] = set()
         self._observer_progress: set[asyncio.Future[None]] = set()
@@ -197,7 +201,7 @@ class QuorumDriver:
             raise
         self._perform(self.voter.start(stored, _now_ms()))
         self._started.set()
-        self._arm_timer()
+        self._settle()
 
     async def close(self) -> None:
         """Graceful shutdown: a leader resigns (EndQuorumEpoch) and waits a little for a successor."""
@@ -326,7 +330,15 @@ class QuorumDriver:
                 self._role.on_high_watermark(action.offset)
                 self._notify_progress()
             elif isinstance(action, LeaderChanged):
-                pass  # logged below, with the state it leads to
+                pass  # logged by ``_settle``, with the state it leads to
+        if not self._settling:
+            self._settling = True
+            asyncio.get_running_loop().call_soon(self._settle)
+
+    def _settle(self) -> None:
+        """After the batches of actions of one loop turn: log a state change and re-arm the timer. Once a turn,
+        and after what the turn sends: a follower's next Fetch leaves before this runs (``_call``)."""
+        self._settling = False
         self._log_state()
         self._arm_timer()
 
@@ -347,33 +359,46 @@ class QuorumDriver:
         task.add_done_callback(self._tasks.discard)
 
     async def _call(self, action: SendRequest) -> None:
-        lane = FETCH_LANE if action.api_key in (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT) else ELECTION_LANE
+        """Send ``action`` and hand its answer over. A Fetch answer's next Fetch is sent by this same task, in
+        the same step (``_on_fetch_answer``): the request is written before the loop runs anything else."""
         # The voter times an unanswered request out itself; a late answer is still handed over (it ignores it).
         timeout_s = self._config.request_timeout_ms / 1000 + 1.0
-        response = await self._peers.call(action.destination, action.api_key, action.api_version, action.body,
-                                          lane=lane, timeout_s=timeout_s)  # fmt: skip
-        try:
-            if response is None:
-                await asyncio.sleep(self._config.retry_backoff_ms / 1000)
-                self._perform(self.voter.handle_request_failure(action.request_id, _now_ms()))
-            elif action.api_key == ApiKey.FETCH:
-                self._on_fetch_answer(action.request_id, response)
-            else:
-                self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
-        except Exception:
-            log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
+        next_action: SendRequest | None = action
+        while next_action is not None:
+            action, next_action = next_action, None
+            lane = FETCH_LANE if action.api_key in _FETCH_KEYS else ELECTION_LANE
+            response = await self._peers.call(action.destination, action.api_key, action.api_version, action.body,
+                                              lane=lane, timeout_s=timeout_s)  # fmt: skip
+            try:
+                if response is None:
+                    await asyncio.sleep(self._config.retry_backoff_ms / 1000)
+                    self._perform(self.voter.handle_request_failure(action.request_id, _now_ms()))
+                elif action.api_key == ApiKey.FETCH:
+                    next_action = self._on_fetch_answer(action.request_id, response)
+                else:
+                    self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
+            except Exception:
+                log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
 
-    def _on_fetch_answer(self, request_id: int, response: Any) -> None:
-        """A Fetch answer: append and fsync it, send the next Fetch at once (the voter deferred it until the log
-        changed: tick now rather than on the timer task's next turn), and apply what the answer committed to
-        the standby controller later (:meth:`_defer_apply`): the leader's high watermark waits for the next
-        Fetch, not for this node's image."""
+    def _on_fetch_answer(self, request_id: int, response: Any) -> SendRequest | None:
+        """A Fetch answer: append and fsync it, and tick at once (the voter deferred the next Fetch until the
+        log changed) rather than on the timer. What the answer committed is applied to the standby controller
+        later (:meth:`_defer_apply`): the leader's high watermark waits for the next Fetch, not for this node's
+        image. A next Fetch (or FetchSnapshot) that ends the tick's actions is returned, for the caller to send
+        at once, in its own task (``_call``); anything else is carried out here, in order."""
         actions = self.voter.handle_response(request_id, response, _now_ms())
         committed = [a for a in actions if isinstance(a, HighWatermarkUpdated)]
         self._perform([a for a in actions if not isinstance(a, HighWatermarkUpdated)])
-        self._perform(self.voter.tick(_now_ms()))
+        follow_up = self.voter.tick(_now_ms())
+        fetch = follow_up[-1] if follow_up else None
+        if isinstance(fetch, SendRequest) and fetch.api_key in _FETCH_KEYS:
+            follow_up.pop()
+        else:
+            fetch = None
+        self._perform(follow_up)
         if committed:
             self._defer_apply(committed[-1])
+        return fetch
 
     def _defer_apply(self, action: HighWatermarkUpdated) -> None:
         """Replay the newly committed records into the standby's image within ``STANDBY_APPLY_DELAY_S``, all
