@@ -366,6 +366,28 @@ def test_read_raw_returns_whole_stored_batches_within_the_limits(tmp_path: Path)
         assert log.read_raw(30, 1 << 20) == b""
 
 
+def test_read_raw_serves_the_newest_batch_as_stored_and_forgets_it_when_cut(tmp_path: Path) -> None:
+    """The newest batch is read from memory (a Raft leader reads it for every follower's Fetch): it must be
+    the same bytes as on disk, within the same limits, and never outlive a truncation."""
+    with epochs_log(tmp_path / "leader", [(1, 3)] * 3) as log, epochs_log(tmp_path / "f", []) as follower:
+        on_disk = log.read_raw(0, 1 << 20)  # from offset 0: read from the segment
+        newest = log.read_raw(6, 1 << 20)
+        assert [b.base_offset for b in iter_batches(newest)] == [6] and on_disk.endswith(newest)
+        assert log.read_raw(7, 1) == log.read_raw(8, 1) == newest  # any offset inside it: the whole batch
+        assert log.read_raw(6, 1 << 20, end_offset=8) == b""  # not past the end asked for
+        assert log.read_raw(9, 1 << 20) == b""
+        log.truncate_to(6)
+        assert log.read_raw(6, 1 << 20) == b"" and log.read_raw(0, 1 << 20) == on_disk[: -len(newest)]
+        log.append(values(6, 2), timestamp_ms=1, leader_epoch=2)
+        replaced = log.read_raw(6, 1 << 20)
+        assert [b.base_offset for b in iter_batches(replaced)] == [6] and replaced != newest
+        data = log.read_raw(0, 1 << 20)
+        assert data.endswith(replaced) and all_values(log) == values(0, 8)
+        assert follower.append_raw(data) == (0, 7)
+        assert follower.read_raw(0, 1 << 20) == data  # several batches: from the segment
+        assert follower.read_raw(7, 1 << 20) == replaced  # the newest one a follower appended
+
+
 def test_append_raw_keeps_offsets_and_epochs_and_checks_them(tmp_path: Path) -> None:
     with epochs_log(tmp_path / "leader", [(1, 2), (4, 3)]) as leader, epochs_log(tmp_path / "f", []) as follower:
         data = leader.read_raw(0, 1 << 20)

@@ -122,6 +122,9 @@ class MetadataLog(ReplicaLogMixin):
         self._failed: BaseException | None = None
         self._closed = False
         self._dir_lock: DirectoryLock | None = None  # taken by ``open``, when no one here held it
+        #: The newest batch as written: (base offset, next offset, bytes). ``read_raw`` serves it from memory:
+        #: a Raft leader reads it once for every follower's Fetch of each new record.
+        self._newest: tuple[int, int, bytes] | None = None
 
     @classmethod
     def open(
@@ -315,6 +318,7 @@ class MetadataLog(ReplicaLogMixin):
             scan.leader_epochs.append(leader_epoch)
             segment.size += len(data)
             segment.next_offset = self._next_offset = last + 1
+            self._newest = (base, last + 1, data)
             self._last_epoch = leader_epoch
             self._epochs.observe(leader_epoch, base)
             self._bytes_since_snapshot += len(data)

@@ -34,6 +34,7 @@ class ReplicaLogMixin:
     _last_epoch: int
     _epochs: EpochHistory
     _bytes_since_snapshot: int
+    _newest: tuple[int, int, bytes] | None
     _lock: threading.Lock
     _flush_lock: threading.Lock
     _logger: logging.Logger
@@ -78,6 +79,9 @@ class ReplicaLogMixin:
             raise OffsetOutOfRangeError(f"offset {from_offset} is below the log start offset {self.log_start_offset}")
         with self._lock:
             limit = self._next_offset if end_offset is None else min(end_offset, self._next_offset)
+            newest = self._newest
+            if newest is not None and newest[0] <= from_offset < newest[1] <= limit:
+                return newest[2]  # the newest batch alone: the one holding from_offset, and nothing after it
             view = [(s, s.size, len(s.scan.positions), s.next_offset) for s in self._segments
                     if s.next_offset > from_offset and s.base_offset < limit]  # fmt: skip
         chunks: list[bytes] = []
@@ -138,6 +142,7 @@ class ReplicaLogMixin:
                 segment.scan.leader_epochs.append(epochs[i])
                 segment.size += len(chunk)
                 segment.next_offset = self._next_offset = next_offset
+                self._newest = (base, next_offset, chunk)
                 self._last_epoch = epochs[i]
                 self._epochs.observe(epochs[i], base)
                 self._bytes_since_snapshot += len(chunk)
@@ -168,6 +173,7 @@ class ReplicaLogMixin:
                 del scan.base_offsets[batch:], scan.positions[batch:], scan.leader_epochs[batch:]
                 segment.size, segment.next_offset = cut, new_end
                 self._next_offset = new_end
+                self._newest = None
                 self._durable_offset = min(self._durable_offset, new_end)
                 self._epochs.truncate_from_end(new_end)
                 self._last_epoch = next((s.scan.leader_epochs[-1] for s in reversed(self._segments)
@@ -213,6 +219,7 @@ class ReplicaLogMixin:
                 doomed = list(self._segments)
                 self._segments.clear()
                 self._next_offset = self._durable_offset = newest.end_offset
+                self._newest = None
                 self._last_epoch = -1
                 self._epochs.clear()
                 self._bytes_since_snapshot = 0
