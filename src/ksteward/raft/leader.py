@@ -138,6 +138,10 @@ class RaftLeader:
         self._fetched_voters: set[int] = set()
         #: Voters that acknowledged this epoch: a BeginQuorumEpoch answer or a Fetch (``LeaderState``).
         self.acknowledged: set[int] = set()
+        # Parts of every Fetch answer that never change for this leader: its CurrentLeader by Fetch version, and
+        # its NodeEndpoints (v17) by listener.
+        self._leader_entities: dict[int, Any] = {}
+        self._endpoint_entities: dict[str, tuple[Any, ...]] = {}
 
     # --- progress, high watermark, check-quorum ---------------------------------------------------
     @property
@@ -314,17 +318,27 @@ class RaftLeader:
         the version's classes (``_FetchClasses``): every commit answers four of these on the leader."""
         c = _fetch_classes(api_version)
         hw = self.high_watermark if with_hw else -1
-        diverging = validity.offset_and_epoch if validity.kind is FetchValidity.DIVERGING else _NO_ID
-        snapshot = validity.offset_and_epoch if validity.kind is FetchValidity.SNAPSHOT else _NO_ID
+        kind = validity.kind
+        diverging = c.no_epoch_end_offset
+        if kind is FetchValidity.DIVERGING:
+            diverging = c.epoch_end_offset(epoch=validity.offset_and_epoch.epoch,
+                                           end_offset=validity.offset_and_epoch.offset)  # fmt: skip
+        snapshot = c.no_snapshot_id
+        if kind is FetchValidity.SNAPSHOT:
+            snapshot = c.snapshot_id(end_offset=validity.offset_and_epoch.offset, epoch=validity.offset_and_epoch.epoch)
+        leader = self._leader_entities.get(api_version)
+        if leader is None:  # the same for every answer of this leader (current_leader_id and epoch are fixed)
+            leader = self._leader_entities[api_version] = c.leader(leader_id=self.current_leader_id,
+                                                                   leader_epoch=self.epoch)  # fmt: skip
         partition = c.partition(
             partition_index=METADATA_PARTITION,
             error_code=error,
             high_watermark=hw,
             last_stable_offset=-1,
             log_start_offset=self.log.start_offset,
-            diverging_epoch=c.epoch_end_offset(epoch=diverging.epoch, end_offset=diverging.offset),
-            current_leader=c.leader(leader_id=self.current_leader_id, leader_epoch=self.epoch),
-            snapshot_id=c.snapshot_id(end_offset=snapshot.offset, epoch=snapshot.epoch),
+            diverging_epoch=diverging,
+            current_leader=leader,
+            snapshot_id=snapshot,
             aborted_transactions=None,
             preferred_read_replica=-1,
             records=records,
@@ -332,7 +346,10 @@ class RaftLeader:
         topic = c.topic(topic_id=METADATA_TOPIC_ID, partitions=(partition,))
         if api_version < 17:
             return c.response(throttle_time=_NO_THROTTLE, error_code=ErrorCode.none, session_id=0, responses=(topic,))
-        endpoints = tuple(c.node_endpoint(**e) for e in self._node_endpoints(listener, with_rack=True))
+        endpoints = self._endpoint_entities.get(listener)
+        if endpoints is None:
+            endpoints = tuple(c.node_endpoint(**e) for e in self._node_endpoints(listener, with_rack=True))
+            self._endpoint_entities[listener] = endpoints
         return c.response(
             throttle_time=_NO_THROTTLE,
             error_code=ErrorCode.none,
@@ -452,6 +469,8 @@ class _FetchClasses:
     leader: Any
     snapshot_id: Any
     node_endpoint: Any
+    no_epoch_end_offset: Any  # DivergingEpoch's default (-1, -1): no divergence
+    no_snapshot_id: Any  # SnapshotId's default (-1, -1): no snapshot to fetch
 
 
 @cache
@@ -466,6 +485,8 @@ def _fetch_classes(api_version: int) -> _FetchClasses:
         leader=module.LeaderIdAndEpoch,
         snapshot_id=module.SnapshotId,
         node_endpoint=getattr(module, "NodeEndpoint", None),
+        no_epoch_end_offset=module.EpochEndOffset(epoch=-1, end_offset=-1),
+        no_snapshot_id=module.SnapshotId(end_offset=-1, epoch=-1),
     )
 
 

@@ -120,6 +120,8 @@ class MetadataLogView:
         self.log = log
         self._served_end = served_end
         self._listed: tuple[int, tuple[SnapshotId, ...]] = (-1, ())  # (snapshot generation, its _snapshots)
+        #: ``_start_and_earliest`` for (snapshot generation, first segment's base offset): both checked first.
+        self._start: tuple[int, int, tuple[int, SnapshotId | None]] = (-1, -1, (0, None))
 
     def _snapshots(self) -> tuple[SnapshotId, ...]:
         """Snapshots oldest first, without the bootstrap checkpoint. Kept until a snapshot is added or removed
@@ -133,13 +135,22 @@ class MetadataLogView:
         return snapshots
 
     def _start_and_earliest(self) -> tuple[int, SnapshotId | None]:
+        """(log start offset, earliest usable snapshot), kept while neither the snapshots nor the first segment
+        change: a leader validates every Fetch with it, three times over (``validate_offset_and_epoch``)."""
         first_segment = self.log.log_start_offset
+        generation = self.log.snapshot_generation
+        at_generation, at_first, found = self._start
+        if at_generation == generation and at_first == first_segment:
+            return found
         usable = [s for s in self._snapshots() if s.end_offset >= first_segment]
         if not usable:
-            return first_segment, None
-        if first_segment == 0 or usable[0].end_offset == first_segment:
-            return first_segment, usable[0]
-        return usable[0].end_offset, usable[0]
+            found = (first_segment, None)
+        elif first_segment == 0 or usable[0].end_offset == first_segment:
+            found = (first_segment, usable[0])
+        else:
+            found = (usable[0].end_offset, usable[0])
+        self._start = (generation, first_segment, found)
+        return found
 
     @property
     def start_offset(self) -> int:
