@@ -180,10 +180,10 @@ class QuorumDriver:
             request_timeout_s=self._config.request_timeout_ms / 1000,
         )
         self._started = asyncio.Event()
-        # The one timer: ``tick`` at the voter's next deadline, re-armed after every batch of actions.
+        # The one timer: ``tick`` at the voter's next deadline, re-armed by ``_settle`` once a loop turn.
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0  # when ``_timer`` fires, on the loop's (monotonic) clock
-        self._settling = False  # a ``_settle`` is scheduled: it runs once after every batch of this loop turn
+        self._settling = False  # a ``_settle`` is scheduled: once, after this loop turn's batches of actions
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
         self._progress: set[asyncio.Future[None]] = set()
         self._observer_progress: set[asyncio.Future[None]] = set()
