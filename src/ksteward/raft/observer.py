@@ -34,6 +34,7 @@ from ksteward.protocol.build import build
 from ksteward.protocol.codec import request_class
 
 from . import METADATA_PARTITION, METADATA_TOPIC_ID, METADATA_TOPIC_NAME
+from .election import QuorumConfig
 from .leader import MAX_FETCH_BYTES
 from .log_view import LogView, truncation_offset
 
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 #: Kafka's ``KafkaRaftClient`` sends Fetch with MaxWaitMs 500 (``controller.quorum.fetch.max.wait.ms``).
-DEFAULT_MAX_WAIT_MS = 500
+DEFAULT_MAX_WAIT_MS = QuorumConfig().fetch_max_wait_ms
 
 
 class RaftFatalError(Exception):
