@@ -111,6 +111,12 @@ def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
     return "election failed or timed out"
 
 
+def _expire(waiter: asyncio.Future[bool | None]) -> None:
+    """A parked Fetch's ``max_wait_ms`` is over."""
+    if not waiter.done():
+        waiter.set_result(True)
+
+
 def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
     """Kafka's ``controller.quorum.*`` keys (``QuorumConfig``), with its defaults."""
     defaults = QuorumConfig()
@@ -185,8 +191,8 @@ class QuorumDriver:
         self._timer_at = 0.0  # when ``_timer`` fires, on the loop's (monotonic) clock
         self._settling = False  # a ``_settle`` is scheduled: once, after this loop turn's batches of actions
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
-        self._progress: set[asyncio.Future[None]] = set()
-        self._observer_progress: set[asyncio.Future[None]] = set()
+        self._progress: set[asyncio.Future[bool | None]] = set()
+        self._observer_progress: set[asyncio.Future[bool | None]] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._described = ("", -1, -1)  # (state, epoch, leader) last logged
         self._closing = False
@@ -252,18 +258,19 @@ class QuorumDriver:
         while view_end() <= parked.fetch_offset and self.voter.high_watermark == hw and self.voter.epoch == epoch:
             if self.voter.leader is None or self._closing:
                 return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            if loop.time() >= deadline:
                 return
-            waiter: asyncio.Future[None] = loop.create_future()
+            waiter: asyncio.Future[bool | None] = loop.create_future()
             waiters = self._progress if parked.from_voter else self._observer_progress
             waiters.add(waiter)
+            # Awaited directly: woken in the next loop turn. The deadline resolves it True (``_expire``), which
+            # costs less than asyncio.timeout's context and cancellation on every wait.
+            expiry = loop.call_at(deadline, _expire, waiter)
             try:
-                async with asyncio.timeout(remaining):  # awaited directly: woken in the next loop turn, not two
-                    await waiter
-            except TimeoutError:
-                return
+                if await waiter:
+                    return
             finally:
+                expiry.cancel()
                 waiters.discard(waiter)
 
     def _notify_progress(self) -> None:
