@@ -181,6 +181,22 @@ def metadata_body(api_version: int, topics: list[str] | None = None) -> dict[str
     return body
 
 
+METADATA_PARTITION = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+
+
+def describe_quorum(conn: RawConnection, api_version: int = 2, topics: list[dict[str, Any]] | None = None) -> Any:
+    """The body of a DescribeQuorum answer, for ``__cluster_metadata``-0 unless ``topics`` says otherwise."""
+    return conn.request(
+        ApiKey.DESCRIBE_QUORUM, api_version, {"topics": METADATA_PARTITION if topics is None else topics}
+    ).body
+
+
+def quorum_partition(address: tuple[str, int]) -> Any:
+    """``__cluster_metadata``-0 in a DescribeQuorum v2 answer from ``address``, on a connection of its own."""
+    with connect(address) as conn:
+        return describe_quorum(conn).topics[0].partitions[0]
+
+
 def api_versions_v5_payload(correlation_id: int) -> bytes:
     """An ApiVersions v5 request (newer than any server knows), encoded as v4 with the version patched.
 

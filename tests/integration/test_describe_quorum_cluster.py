@@ -11,15 +11,9 @@ from typing import Any
 
 from harness import Cluster, ClusterNode, KstewardServer, ksteward_cli, wait_for
 from kio.schema.errors import ErrorCode
-from rawkafka import RawConnection, connect
+from rawkafka import connect, describe_quorum
 
 from ksteward.protocol.apis import ApiKey
-
-METADATA = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
-
-
-def describe_quorum(conn: RawConnection, version: int = 2, topics: list[dict[str, Any]] | None = None) -> Any:
-    return conn.request(ApiKey.DESCRIBE_QUORUM, version, {"topics": METADATA if topics is None else topics}).body
 
 
 def advertised(node: ClusterNode) -> tuple[int, int] | None:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from harness import Cluster, ClusterNode, ksteward_cli, wait_for
 from kio.schema.errors import ErrorCode
-from rawkafka import connect
+from rawkafka import connect, quorum_partition
 
 from ksteward.protocol.apis import ApiKey
 
@@ -29,20 +29,13 @@ if (
 ):
     pytest.skip("needs the controller quorum (ksteward.server.quorum, Cluster(controllers=N))", allow_module_level=True)
 
-METADATA = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
-
-
-def describe(node: ClusterNode) -> Any:
-    with connect(node.address) as conn:
-        return conn.request(ApiKey.DESCRIBE_QUORUM, 2, {"topics": METADATA}).body.topics[0].partitions[0]
-
 
 def settled(cluster: Cluster, controllers: list[ClusterNode]) -> tuple[ClusterNode, Any] | None:
     """The one of ``controllers`` that describes the quorum, once the others and every broker fetched from it
     (a voter that is not running never does); else None."""
     running = {c.cluster_node_id for c in controllers}
     for node in controllers:
-        partition = describe(node)
+        partition = quorum_partition(node.address)
         if partition.error_code != ErrorCode.none:
             continue
         fetched = all(v.last_fetch_timestamp > 0 for v in partition.current_voters if v.replica_id in running)
@@ -71,9 +64,9 @@ def test_only_the_leader_describes_and_a_new_leader_after_a_kill(quorum: Cluster
     assert sorted(int(v.replica_id) for v in partition.current_voters) == [1, 2, 3]
     for other in controllers:
         if other is not leader:
-            refused = describe(other)
+            refused = quorum_partition(other.address)
             assert (refused.error_code, refused.current_voters) == (ErrorCode.not_leader_or_follower, ())
-    forwarded = describe(quorum.brokers[0])
+    forwarded = quorum_partition(quorum.brokers[0].address)
     assert (forwarded.error_code, forwarded.leader_id) == (ErrorCode.none, leader.cluster_node_id)
 
     everyone = ",".join(c.bootstrap for c in controllers)
@@ -96,7 +89,8 @@ def test_only_the_leader_describes_and_a_new_leader_after_a_kill(quorum: Cluster
     assert isinstance(after, tuple)
     new_leader, described = after
     assert new_leader is not leader and described.leader_epoch > epoch
-    by_broker = wait_for(lambda: describe(quorum.brokers[0]).leader_id == new_leader.cluster_node_id, 60.0,
+    broker = quorum.brokers[0].address
+    by_broker = wait_for(lambda: quorum_partition(broker).leader_id == new_leader.cluster_node_id, 60.0,
                          "the broker forwarding to the new leader")  # fmt: skip
     assert by_broker
 

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 from harness import ServerFactory, wait_for
 from kio.schema.errors import ErrorCode
-from rawkafka import RawConnection, connect
-
-from ksteward.protocol.apis import ApiKey
-
-METADATA = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
+from rawkafka import RawConnection, connect, describe_quorum
 
 
 def high_watermark(conn: RawConnection) -> int:
-    body = conn.request(ApiKey.DESCRIBE_QUORUM, 2, {"topics": METADATA}).body
-    (partition,) = body.topics[0].partitions
+    (partition,) = describe_quorum(conn).topics[0].partitions
     assert partition.error_code == ErrorCode.none
     return int(partition.high_watermark)
 

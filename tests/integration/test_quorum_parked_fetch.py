@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 from harness import Cluster, ClusterNode, wait_for
 from kio.schema.errors import ErrorCode
-from rawkafka import connect
+from rawkafka import connect, quorum_partition
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.raft import METADATA_TOPIC_ID
 
-METADATA = [{"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}]
 OBSERVER_ID = 1000  # no node of the cluster: the leader takes it for an observer
 
 
@@ -35,14 +34,9 @@ def quorum(tmp_path: Path) -> Iterator[Cluster]:
         made.kill()
 
 
-def describe(node: ClusterNode) -> Any:
-    with connect(node.address) as conn:
-        return conn.request(ApiKey.DESCRIBE_QUORUM, 2, {"topics": METADATA}).body.topics[0].partitions[0]
-
-
 def caught_up(node: ClusterNode) -> tuple[int, int] | None:
     """(epoch, log end offset) of the leader once its whole log is committed (the start-up's records), else None."""
-    partition = describe(node)
+    partition = quorum_partition(node.address)
     if partition.error_code != ErrorCode.none:
         return None
     end = int(partition.current_voters[0].log_end_offset)  # the leader comes first
@@ -76,7 +70,7 @@ def test_a_parked_fetch_ends_empty_after_its_wait_or_at_once_with_a_new_record(q
         parked = pool.submit(fetch, leader, quorum.cluster_id, epoch, end, 100_000)  # far longer than the test
 
         def observed_fetching() -> bool:
-            observers = describe(leader).observers
+            observers = quorum_partition(leader.address).observers
             return any(int(o.replica_id) == OBSERVER_ID and int(o.log_end_offset) == end for o in observers)
 
         wait_for(observed_fetching, 30.0, "the leader holding the observer's Fetch")

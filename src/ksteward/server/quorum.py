@@ -70,7 +70,7 @@ from ksteward.raft.voter_actions import (
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.controller_channel import controller_login
 from ksteward.server.controller_quorum import ControllerQuorumRole
-from ksteward.server.tasks import cancel_and_wait
+from ksteward.server.tasks import Wakeups, cancel_and_wait
 from ksteward.server.voter_peers import ELECTION_LANE, FETCH_LANE, VoterPeers
 
 log = logging.getLogger(__name__)
@@ -109,12 +109,6 @@ def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
     if new == "Follower":
         return "learnt the leader"
     return "election failed or timed out"
-
-
-def _expire(waiter: asyncio.Future[bool | None]) -> None:
-    """A parked Fetch's ``max_wait_ms`` is over."""
-    if not waiter.done():
-        waiter.set_result(True)
 
 
 def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
@@ -191,8 +185,8 @@ class QuorumDriver:
         self._timer_at = 0.0  # when ``_timer`` fires, on the loop's (monotonic) clock
         self._settling = False  # a ``_settle`` is scheduled: once, after this loop turn's batches of actions
         # Parked fetches waiting for any change: the voters' first (their next Fetch moves the high watermark).
-        self._progress: set[asyncio.Future[bool | None]] = set()
-        self._observer_progress: set[asyncio.Future[bool | None]] = set()
+        self._progress = Wakeups()
+        self._observer_progress = Wakeups()
         self._tasks: set[asyncio.Task[None]] = set()
         self._described = ("", -1, -1)  # (state, epoch, leader) last logged
         self._closing = False
@@ -251,35 +245,20 @@ class QuorumDriver:
         self._notify_progress()
 
     async def _wait_parked(self, parked: ParkedFetch) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + parked.max_wait_ms / 1000
+        deadline = asyncio.get_running_loop().time() + parked.max_wait_ms / 1000
         view_end = lambda: self._log.next_offset  # noqa: E731 - the served end the leader reads up to
         hw, epoch = self.voter.high_watermark, self.voter.epoch
+        wakeups = self._progress if parked.from_voter else self._observer_progress
         while view_end() <= parked.fetch_offset and self.voter.high_watermark == hw and self.voter.epoch == epoch:
             if self.voter.leader is None or self._closing:
                 return
-            if loop.time() >= deadline:
+            if await wakeups.wait(deadline):
                 return
-            waiter: asyncio.Future[bool | None] = loop.create_future()
-            waiters = self._progress if parked.from_voter else self._observer_progress
-            waiters.add(waiter)
-            # Awaited directly: woken in the next loop turn. The deadline resolves it True (``_expire``), which
-            # costs less than asyncio.timeout's context and cancellation on every wait.
-            expiry = loop.call_at(deadline, _expire, waiter)
-            try:
-                if await waiter:
-                    return
-            finally:
-                expiry.cancel()
-                waiters.discard(waiter)
 
     def _notify_progress(self) -> None:
         """Wake every parked fetch; the voters' resume first (the loop runs callbacks in the order scheduled)."""
-        voters, self._progress = self._progress, set()
-        observers, self._observer_progress = self._observer_progress, set()
-        for waiter in (*voters, *observers):
-            if not waiter.done():
-                waiter.set_result(None)
+        self._progress.wake_all()
+        self._observer_progress.wake_all()
 
     def _arm_timer(self) -> None:
         """Make the timer fire by the voter's next deadline (``next_deadline_ms``: a tick earlier than needed is

@@ -30,6 +30,7 @@ from ksteward.protocol.codec import response_class
 from ksteward.raft.leader import ParkedFetch, RaftLeader
 from ksteward.raft.log_view import MetadataLogView
 from ksteward.server.describe_quorum import clock_ms
+from ksteward.server.tasks import Wakeups
 
 __all__ = ["RaftService", "handle_fetch", "handle_fetch_snapshot"]
 
@@ -50,39 +51,23 @@ class RaftService:
         self.leader = RaftLeader(
             node_id=node_id, cluster_id=cluster_id, epoch=epoch, log=self.view, endpoints=endpoints
         )
-        self._waiters: set[asyncio.Future[None]] = set()
+        self._wakeups = Wakeups()
 
     def on_publish(self, image: MetadataImage, records: list[Any]) -> None:
         """The committer's publish hook: a batch became durable, so the high watermark moved."""
-        self._wake()
+        self._wakeups.wake_all()
 
     def shut_down(self) -> None:
         """New fetches get BROKER_NOT_AVAILABLE; parked ones complete now."""
         self.leader.shutting_down = True
-        self._wake()
-
-    def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, set()
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        self._wakeups.wake_all()
 
     async def wait_for_data(self, parked: ParkedFetch) -> None:
         """Return once the served end passes ``parked.fetch_offset``, at shutdown, or after ``max_wait_ms``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + parked.max_wait_ms / 1000
+        deadline = asyncio.get_running_loop().time() + parked.max_wait_ms / 1000
         while self.view.end_offset <= parked.fetch_offset and not self.leader.shutting_down:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            if await self._wakeups.wait(deadline):
                 return
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._waiters.add(waiter)
-            try:
-                await asyncio.wait_for(waiter, remaining)
-            except TimeoutError:
-                return
-            finally:
-                self._waiters.discard(waiter)
 
 
 class _RaftNode(Node, Protocol):

@@ -4,6 +4,8 @@
 that arrives just as the awaitable it wraps completes (bpo-42130, fixed in 3.12 by the rewrite of
 ``wait_for`` on ``asyncio.timeout``). A loop such as a follower's fetch loop then carries on, and a
 shutdown that awaits it waits forever. :func:`cancel_and_wait` cancels again until the task is done.
+
+:class:`Wakeups` parks a coroutine until the next wake or a deadline: a parked Fetch's ``MaxWaitMs``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,46 @@ async def cancel_and_wait(task: asyncio.Task[Any] | None) -> None:
         await asyncio.wait({task}, timeout=_RECANCEL_S)
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+class Wakeups:
+    """Coroutines parked until the next :meth:`wake_all` or their deadline, like Kafka's fetch purgatory.
+
+    Each wait is one future in a set and one ``loop.call_at`` that resolves it at the deadline: cheaper than
+    ``asyncio.wait_for`` or ``asyncio.timeout`` (a task, or a context and a cancellation, on every wait), and
+    a parked Fetch on the Raft leader waits once per committed batch. Two ``Wakeups`` woken one after the
+    other resume in that order (the loop runs callbacks in the order they were scheduled).
+    """
+
+    __slots__ = ("_parked",)
+
+    def __init__(self) -> None:
+        self._parked: set[asyncio.Future[bool]] = set()
+
+    def wake_all(self) -> None:
+        parked, self._parked = self._parked, set()
+        for waiter in parked:
+            if not waiter.done():
+                waiter.set_result(False)
+
+    async def wait(self, deadline: float) -> bool:
+        """Wait for the next :meth:`wake_all`; True if ``deadline`` (the loop's clock) came first."""
+        loop = asyncio.get_running_loop()
+        if loop.time() >= deadline:
+            return True
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._parked.add(waiter)
+        expiry = loop.call_at(deadline, _expire, waiter)
+        try:
+            return await waiter
+        finally:
+            expiry.cancel()
+            self._parked.discard(waiter)
+
+
+def _expire(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(True)
 
 
 async def run_controller_ticks(what: str, interval_s: float, tick: Callable[[], Awaitable[None]]) -> None:
