@@ -50,6 +50,7 @@ from ksteward.server.isr_reporter import IsrReporter
 from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.metrics.collectors import ForwardingCollector, ImageCollector
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
+from ksteward.server.quorum import quorum_config
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,8 @@ class BrokerServer(Server):
         directory_id = self._format(dirs)
         try:
             sasl_plain = controller_login(cfg)
-        except ConfigError as exc:
+            raft = quorum_config(cfg.static)  # the broker's Raft observer: controller.quorum.request.timeout.ms
+        except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
             image, metadata_log = await self._load_metadata()
@@ -124,12 +126,17 @@ class BrokerServer(Server):
         freeze_loaded_state()
         bootstrap = cfg.controller_quorum_addresses
 
-        async def connect(address: Address) -> ControllerConnection:
+        async def connect(address: Address, timeout_s: float = _CONNECT_TIMEOUT_S) -> ControllerConnection:
             connection, versions = await open_controller_connection(
-                address, sasl_plain=sasl_plain, client_id=f"ksteward-broker-{cfg.node_id}", timeout_s=_CONNECT_TIMEOUT_S
+                address, sasl_plain=sasl_plain, client_id=f"ksteward-broker-{cfg.node_id}", timeout_s=timeout_s
             )
             self._forwarding.controller_api_versions = versions
             return connection
+
+        async def observer_connect(address: Address) -> ControllerConnection:
+            # As a Raft request's: a voter that stopped (SIGSTOP) accepts the TCP connection but never answers
+            # ApiVersions, and the observer moves on to another voter after controller.quorum.request.timeout.ms.
+            return await connect(address, raft.request_timeout_ms / 1000)
 
         def controller_address() -> Address:
             assert self._follower is not None
@@ -143,8 +150,9 @@ class BrokerServer(Server):
             node_id=cfg.node_id,
             directory_id=directory_id,
             bootstrap=bootstrap,
-            connect=connect,
+            connect=observer_connect,
             voter_endpoints={v.node_id: (v.host, v.port) for v in cfg.quorum_voters},
+            request_timeout_s=raft.request_timeout_ms / 1000,
         )
         self._channel = ControllerChannel(
             controller_address, self._forwarding, sasl_plain=sasl_plain, client_id=f"ksteward-forwarding-{cfg.node_id}"

@@ -31,7 +31,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from kio.schema.envelope.v0 import EnvelopeRequest, EnvelopeResponse
 from kio.schema.errors import ErrorCode
@@ -51,6 +51,7 @@ from ksteward.server.tasks import cancel_and_wait
 log = logging.getLogger(__name__)
 
 Address = tuple[str, int]
+T = TypeVar("T")
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
 _LEADER_CHECK_S = 0.1  # how often an attempt in flight checks whether the Raft leader moved
@@ -179,12 +180,45 @@ class ControllerConnection:
 Connect = Callable[[Address], Awaitable[ControllerConnection]]
 
 
+async def answer_unless_leader_moves(call: Awaitable[T], timeout_s: float, moved: Callable[[], bool]) -> T:
+    """``call``'s answer, within ``timeout_s`` (TimeoutError after that). A controller that stopped (SIGSTOP, a
+    partition) keeps its connection open, so every ``_LEADER_CHECK_S`` ``moved()`` is asked whether the Raft
+    leader is now elsewhere; once it is, the call is abandoned with ConnectionError and the caller retries at
+    the new leader, without waiting out the timeout."""
+    loop = asyncio.get_running_loop()
+    abandoned = False
+    check: asyncio.TimerHandle | None = None
+
+    def check_leader() -> None:
+        nonlocal abandoned, check
+        if moved():
+            abandoned = True
+            deadline.reschedule(loop.time())  # ends the wait now, as a timeout
+        else:
+            check = loop.call_later(_LEADER_CHECK_S, check_leader)
+
+    try:
+        async with asyncio.timeout(timeout_s) as deadline:
+            check = loop.call_later(_LEADER_CHECK_S, check_leader)
+            try:
+                return await call
+            finally:
+                check.cancel()
+    except TimeoutError:
+        if abandoned:
+            raise ConnectionError("the Raft leader moved while a request was in flight") from None
+        raise
+
+
 class ActiveControllerLink:
     """A broker's own requests to the active controller (registration and heartbeats, AlterPartition) over one
     connection. A new Raft leader (``controller()`` names another address) moves the connection there first, as
     Kafka's ``NodeToControllerChannelManager`` targets the current leader. A call that fails or times out, or
     that is answered NOT_CONTROLLER (Kafka disconnects and forgets the controller), drops the connection: the
-    next call connects to the address ``controller()`` gives then. ``timeout_s`` bounds each call."""
+    next call connects to the address ``controller()`` gives then. ``timeout_s`` bounds each call, and a call
+    in flight is abandoned once ``controller()`` names another address: a heartbeat sent to a controller that
+    stopped (SIGSTOP) goes to the new leader as soon as the broker knows it, not after ``timeout_s``, so the
+    fresh session the new leader gave the broker does not run out meanwhile."""
 
     def __init__(self, controller: Callable[[], Address], connect: Connect, *, timeout_s: float = 5.0) -> None:
         self._controller = controller
@@ -202,7 +236,10 @@ class ActiveControllerLink:
             if self._connection is None:
                 self._connection = await self._connect(address)
                 self._address = address
-            response = await asyncio.wait_for(self._connection.call(api_key, version, body), self._timeout_s)
+            connection = self._connection
+            response = await answer_unless_leader_moves(
+                connection.call(api_key, version, body), self._timeout_s, lambda: self._controller() != address
+            )
         except CALL_ERRORS as exc:
             log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
             await self.close()
@@ -342,37 +379,19 @@ class ControllerChannel:
             await self._drop_connection()
 
     async def _await_answer(self, connection: ControllerConnection, envelope: EnvelopeRequest) -> Any:
-        """Send ``envelope`` and return the controller's answer, within ``request_timeout_s``. A controller that
-        stopped (SIGSTOP, a partition) keeps its connection open; once the Raft leader moved elsewhere the attempt
-        is abandoned as a lost connection (ConnectionError), so the request goes to the new leader without waiting
-        for the timeout. Kafka's request then waits for ``controller.socket.timeout.ms``; retrying sooner is as
-        safe, since an abandoned attempt is only ever retried, never answered twice (``ForwardingManager``).
+        """Send ``envelope`` and return the controller's answer, within ``request_timeout_s``; abandoned as a lost
+        connection once the Raft leader moved elsewhere (:func:`answer_unless_leader_moves`). Kafka's request then
+        waits for ``controller.socket.timeout.ms``; retrying sooner is as safe, since an abandoned attempt is only
+        ever retried, never answered twice (``ForwardingManager``).
 
         The envelope is written in this step, not by a new task: a task would start a loop turn later, after
         whatever else is ready then (a Fetch answer to apply, say), and the client waits for all of it."""
-        loop = asyncio.get_running_loop()
-        moved = False
-        check: asyncio.TimerHandle | None = None
-
-        def check_leader() -> None:
-            nonlocal moved, check
-            if self._address is not None and self._controller() not in (None, self._address):
-                moved = True
-                deadline.reschedule(loop.time())  # ends the wait now, as a timeout
-            else:
-                check = loop.call_later(_LEADER_CHECK_S, check_leader)
-
-        try:
-            async with asyncio.timeout(self._request_timeout_s) as deadline:
-                check = loop.call_later(_LEADER_CHECK_S, check_leader)
-                try:
-                    return await connection.call_envelope(envelope)
-                finally:
-                    check.cancel()
-        except TimeoutError:
-            if moved:
-                raise ConnectionError("the Raft leader moved while a request was in flight") from None
-            raise
+        address = self._address
+        return await answer_unless_leader_moves(
+            connection.call_envelope(envelope),
+            self._request_timeout_s,
+            lambda: address is not None and self._controller() not in (None, address),
+        )
 
     async def _connect(self) -> ControllerConnection:
         address = self._controller()
