@@ -216,9 +216,9 @@ class ActiveControllerLink:
     Kafka's ``NodeToControllerChannelManager`` targets the current leader. A call that fails or times out, or
     that is answered NOT_CONTROLLER (Kafka disconnects and forgets the controller), drops the connection: the
     next call connects to the address ``controller()`` gives then. ``timeout_s`` bounds each call, and a call
-    in flight is abandoned once ``controller()`` names another address: a heartbeat sent to a controller that
-    stopped (SIGSTOP) goes to the new leader as soon as the broker knows it, not after ``timeout_s``, so the
-    fresh session the new leader gave the broker does not run out meanwhile."""
+    in flight (or its connection being set up) is abandoned once ``controller()`` names another address: a
+    heartbeat sent to a controller that stopped (SIGSTOP) goes to the new leader as soon as the broker knows
+    it, not after ``timeout_s``, so the fresh session the new leader gave the broker does not run out."""
 
     def __init__(self, controller: Callable[[], Address], connect: Connect, *, timeout_s: float = 5.0) -> None:
         self._controller = controller
@@ -233,12 +233,12 @@ class ActiveControllerLink:
             address = self._controller()
             if self._connection is not None and address != self._address:
                 await self.close()
+            moved = lambda: self._controller() != address  # noqa: E731 - the Raft leader is elsewhere now
             if self._connection is None:
-                self._connection = await self._connect(address)
+                self._connection = await answer_unless_leader_moves(self._connect(address), self._timeout_s, moved)
                 self._address = address
-            connection = self._connection
             response = await answer_unless_leader_moves(
-                connection.call(api_key, version, body), self._timeout_s, lambda: self._controller() != address
+                self._connection.call(api_key, version, body), self._timeout_s, moved
             )
         except CALL_ERRORS as exc:
             log.debug("%s to the controller failed (%s)", ApiKey(api_key).name, type(exc).__name__)
@@ -400,8 +400,14 @@ class ControllerChannel:
         await self._drop_connection()  # the Raft leader moved: so did the active controller
         if address is None:
             raise ConnectionError("no controller is known")
-        connection, versions = await open_controller_connection(
-            address, sasl_plain=self._sasl_plain, client_id=self._client_id, timeout_s=self._request_timeout_s
+        # A controller that stopped accepts the connection and never answers ApiVersions: given up on once the
+        # Raft leader moved, as an envelope in flight is.
+        connection, versions = await answer_unless_leader_moves(
+            open_controller_connection(
+                address, sasl_plain=self._sasl_plain, client_id=self._client_id, timeout_s=self._request_timeout_s
+            ),
+            self._request_timeout_s,
+            lambda: self._controller() not in (None, address),
         )
         self.manager.controller_api_versions = versions
         self._connection, self._address = connection, address

@@ -33,9 +33,10 @@ def answer(inner: bytes) -> EnvelopeResponse:
 
 
 class FakeController:
-    def __init__(self, script: Script, *, serves_envelope: bool = True) -> None:
+    def __init__(self, script: Script, *, serves_envelope: bool = True, stopped: bool = False) -> None:
         self.script = script
         self.serves_envelope = serves_envelope
+        self.stopped = stopped  # a SIGSTOPped controller: the kernel accepts the connection, nothing answers
         self.connections = 0
         self.envelopes: list[bytes] = []  # the inner request bytes, in the order they arrived
 
@@ -58,6 +59,8 @@ class FakeController:
                     if not data:
                         return
                     frames.receive(data)
+                    continue
+                if self.stopped:
                     continue
                 request = decode_request(payload, SERVED)
                 assert isinstance(request, Request)
@@ -142,3 +145,31 @@ def test_unsupported_version_closes_the_clients_connection() -> None:
     )
     (completion,) = run(controller, client_request(1))
     assert completion.outcome is Outcome.CLOSE_CONNECTION and completion.frame() is None
+
+
+def test_a_connection_to_a_stopped_controller_is_given_up_once_the_leader_moved() -> None:
+    """The channel connects to the controller it is told of; that one stopped (SIGSTOP: it accepts the connection
+    and never answers ApiVersions) and the Raft leader moves on: the request goes to the new one, without
+    waiting out the attempt's timeout (ten minutes here; the test gives up after one)."""
+    stopped = FakeController(lambda n, r: answer(r.body.request_data), stopped=True)
+    active = FakeController(lambda n, r: answer(r.body.request_data))
+
+    async def main() -> Completion:
+        async with stopped as old, active as new:
+            leader = [old]
+
+            def controller() -> tuple[str, int]:
+                if stopped.connections:  # the leader moves once the channel is stuck on the stopped one
+                    leader[0] = new
+                return leader[0]
+
+            channel = ControllerChannel(controller, request_timeout_s=600.0, backoff_s=0.01)
+            channel.start()
+            try:
+                return await asyncio.wait_for(channel.forward(client_request(1)), 60.0)
+            finally:
+                await channel.close()
+
+    completion = asyncio.run(main())
+    assert completion.outcome is Outcome.RESPONSE
+    assert stopped.connections == 1 and stopped.envelopes == [] and len(active.envelopes) == 1
