@@ -55,3 +55,18 @@ def test_heartbeats_reach_the_new_leader_before_the_broker_session_runs_out(tmp_
         if stopped is not None:
             stopped.send_signal(signal.SIGCONT)
         cluster.kill()
+
+
+def test_a_broker_refuses_to_start_with_a_bad_request_timeout(tmp_path: Path) -> None:
+    """The broker reads ``controller.quorum.request.timeout.ms`` now; a value that is not a number of milliseconds
+    stops its start-up with a line naming the key (the single controller here does not read it)."""
+    cluster = Cluster(tmp_path, brokers=1, controllers=1, overrides={"controller.quorum.request.timeout.ms": "2s"})
+    try:
+        cluster.controllers[0].spawn()
+        cluster.controllers[0].wait_ready()
+        code, output = cluster.brokers[0].run_to_exit()
+        assert code != 0
+        assert "controller.quorum.request.timeout.ms must be a whole number of milliseconds" in output
+        assert "Traceback" not in output, output
+    finally:
+        cluster.kill()

@@ -119,7 +119,10 @@ def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
         raw = static.get(f"controller.quorum.{key}")
         if raw is None or not raw.strip():
             return default
-        value = int(raw)
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"controller.quorum.{key} must be a whole number of milliseconds, not {raw!r}") from None
         if value < 0:
             raise ValueError(f"controller.quorum.{key} must not be negative")
         return value
