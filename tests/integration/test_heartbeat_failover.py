@@ -66,7 +66,7 @@ def test_a_broker_refuses_to_start_with_a_bad_request_timeout(tmp_path: Path) ->
         cluster.controllers[0].wait_ready()
         code, output = cluster.brokers[0].run_to_exit()
         assert code != 0
-        assert "controller.quorum.request.timeout.ms must be a whole number of milliseconds" in output
+        assert "controller.quorum.request.timeout.ms must be an integer, not '2s'" in output
         assert "Traceback" not in output, output
     finally:
         cluster.kill()

@@ -26,7 +26,7 @@ def test_each_key_is_read() -> None:
             config.request_timeout_ms, config.retry_backoff_ms) == (500, 1000, 700, 1500, 30)  # fmt: skip
 
 
-@pytest.mark.parametrize(("raw", "message"), [("soon", "whole number"), ("1.5", "whole number"), ("-1", "negative")])
+@pytest.mark.parametrize(("raw", "message"), [("soon", "an integer"), ("1.5", "an integer"), ("-1", "at least 0")])
 def test_a_bad_value_names_its_key(raw: str, message: str) -> None:
     with pytest.raises(ValueError, match=rf"controller\.quorum\.request\.timeout\.ms .*{message}"):
         quorum_config({"controller.quorum.request.timeout.ms": raw})

@@ -155,7 +155,9 @@ class ServerConfig:
         )
 
 
-def _int(props: Mapping[str, str], key: str, default: int | None = None, minimum: int | None = None) -> int:
+def int_setting(props: Mapping[str, str], key: str, default: int | None = None, minimum: int | None = None) -> int:
+    """An integer setting: ``default`` when unset or blank (required when None), else a ConfigError that names
+    ``key`` for a value that is not an integer or is below ``minimum``."""
     raw = props.get(key)
     if raw is None or raw.strip() == "":
         if default is None:
@@ -392,7 +394,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
 
     The steps run in this order, and the first problem found is the ConfigError raised."""
     roles = _process_roles(props)
-    node_id = _int(props, "node.id", minimum=0)
+    node_id = int_setting(props, "node.id", minimum=0)
     controller_names, listeners, protocols = _listeners(props, roles)
     names = {e.name for e in listeners}
     client_listeners = tuple(e for e in listeners if e.name not in controller_names)
@@ -424,30 +426,32 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         super_users=super_users,
         authorizer_class_name=authorizer,
         allow_everyone_if_no_acl_found=_bool(props, "allow.everyone.if.no.acl.found", False),
-        socket_request_max_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1),
-        snapshot_bytes=_int(props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1),
-        segment_bytes=_int(props, "metadata.log.segment.bytes", 1024 * 1024 * 1024, minimum=1024),
+        socket_request_max_bytes=int_setting(props, "socket.request.max.bytes", DEFAULT_MAX_FRAME_BYTES, minimum=1),
+        snapshot_bytes=int_setting(
+            props, "metadata.log.max.record.bytes.between.snapshots", 20 * 1024 * 1024, minimum=1
+        ),
+        segment_bytes=int_setting(props, "metadata.log.segment.bytes", 1024 * 1024 * 1024, minimum=1024),
         # KIP-306: hold a failed login's connection open this long, so the client reads the error
         # before the close (and password guessing slows down).
-        failed_authentication_delay_ms=_int(props, "connection.failed.authentication.delay.ms", 100, minimum=0),
+        failed_authentication_delay_ms=int_setting(props, "connection.failed.authentication.delay.ms", 100, minimum=0),
         # Kafka's Selector closes connections idle this long; ksteward also closes one that has not
         # authenticated within this time of connecting.
-        connections_max_idle_ms=_int(props, "connections.max.idle.ms", 600_000, minimum=1),
+        connections_max_idle_ms=int_setting(props, "connections.max.idle.ms", 600_000, minimum=1),
         # Kafka's cap on a frame before and during SASL authentication (BrokerSecurityConfigs
         # .SASL_SERVER_MAX_RECEIVE_SIZE_CONFIG, read by SaslServerAuthenticator): an anonymous peer
         # cannot make the server buffer socket.request.max.bytes.
-        sasl_server_max_receive_size=_int(props, "sasl.server.max.receive.size", 524_288, minimum=1),
-        audit_log_max_bytes=_int(props, "audit.log.max.bytes", 100 * 1024 * 1024, minimum=1024),
+        sasl_server_max_receive_size=int_setting(props, "sasl.server.max.receive.size", 524_288, minimum=1),
+        audit_log_max_bytes=int_setting(props, "audit.log.max.bytes", 100 * 1024 * 1024, minimum=1024),
         audit_log_allowed=_bool(props, "audit.log.allowed", True),
         audit_log_denied=_bool(props, "audit.log.denied", True),
         static=MappingProxyType(dict(props)),
         # KRaft broker sessions (Kafka's KafkaConfig): a broker silent this long is fenced by the controller.
-        broker_session_timeout_ms=_int(props, "broker.session.timeout.ms", 9000, minimum=1),
-        broker_heartbeat_interval_ms=_int(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
-        metadata_max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", 500, minimum=0),
+        broker_session_timeout_ms=int_setting(props, "broker.session.timeout.ms", 9000, minimum=1),
+        broker_heartbeat_interval_ms=int_setting(props, "broker.heartbeat.interval.ms", 2000, minimum=1),
+        metadata_max_idle_interval_ms=int_setting(props, "metadata.max.idle.interval.ms", 500, minimum=0),
         # How long a request carrying a metadata offset waits for this node to apply it (an extension).
-        read_your_writes_timeout_ms=_int(props, "ksteward.read.your.writes.timeout.ms", 30_000, minimum=0),
+        read_your_writes_timeout_ms=int_setting(props, "ksteward.read.your.writes.timeout.ms", 30_000, minimum=0),
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
-        max_request_partition_size_limit=_int(props, "max.request.partition.size.limit", 2000, minimum=1),
+        max_request_partition_size_limit=int_setting(props, "max.request.partition.size.limit", 2000, minimum=1),
     )

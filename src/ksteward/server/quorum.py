@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from ksteward.configs.server_config import ConfigError, ServerConfig
+from ksteward.configs.server_config import ConfigError, ServerConfig, int_setting
 from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
 from ksteward.metadata.log import MetadataLog
@@ -116,16 +116,7 @@ def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
     defaults = QuorumConfig()
 
     def ms(key: str, default: int) -> int:
-        raw = static.get(f"controller.quorum.{key}")
-        if raw is None or not raw.strip():
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"controller.quorum.{key} must be a whole number of milliseconds, not {raw!r}") from None
-        if value < 0:
-            raise ValueError(f"controller.quorum.{key} must not be negative")
-        return value
+        return int_setting(static, f"controller.quorum.{key}", default, minimum=0)
 
     return QuorumConfig(
         election_timeout_ms=ms("election.timeout.ms", defaults.election_timeout_ms),
