@@ -57,16 +57,16 @@ def test_heartbeats_reach_the_new_leader_before_the_broker_session_runs_out(tmp_
         cluster.kill()
 
 
-def test_a_broker_refuses_to_start_with_a_bad_request_timeout(tmp_path: Path) -> None:
-    """The broker reads ``controller.quorum.request.timeout.ms`` now; a value that is not a number of milliseconds
-    stops its start-up with a line naming the key (the single controller here does not read it)."""
+def test_a_bad_request_timeout_stops_a_controller_and_a_broker(tmp_path: Path) -> None:
+    """Every node parses ``controller.quorum.*`` whatever its roles, as Kafka's ``KafkaConfig`` does: a
+    ``controller.quorum.request.timeout.ms`` that is not a number of milliseconds stops a controller's start-up and
+    a broker's (which bounds its Raft observer's requests with it) with a line naming the key."""
     cluster = Cluster(tmp_path, brokers=1, controllers=1, overrides={"controller.quorum.request.timeout.ms": "2s"})
     try:
-        cluster.controllers[0].spawn()
-        cluster.controllers[0].wait_ready()
-        code, output = cluster.brokers[0].run_to_exit()
-        assert code != 0
-        assert "controller.quorum.request.timeout.ms must be an integer, not '2s'" in output
-        assert "Traceback" not in output, output
+        for node in (cluster.controllers[0], cluster.brokers[0]):
+            code, output = node.run_to_exit()
+            assert code != 0, output
+            assert "controller.quorum.request.timeout.ms must be an integer, not '2s'" in output
+            assert "Traceback" not in output, output
     finally:
         cluster.kill()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from ksteward.configs.quorum_config import QuorumConfig
 from ksteward.protocol.framing import DEFAULT_MAX_FRAME_BYTES
 
 STANDARD_AUTHORIZER_NAMES = frozenset(
@@ -102,6 +103,8 @@ class ServerConfig:
     quorum_bootstrap_servers: tuple[tuple[str, int], ...] = ()
     # KIP-966: the most partitions one DescribeTopicPartitions response may hold.
     max_request_partition_size_limit: int = 2000
+    # Kafka's QuorumConfig: the controller.quorum.* timeouts, read on every node whatever its roles.
+    quorum: QuorumConfig = field(default_factory=QuorumConfig)
 
     @property
     def is_broker_only(self) -> bool:
@@ -170,6 +173,22 @@ def int_setting(props: Mapping[str, str], key: str, default: int | None = None, 
     if minimum is not None and value < minimum:
         raise ConfigError(f"{key} must be at least {minimum}, not {value}")
     return value
+
+
+def _quorum_config(props: Mapping[str, str]) -> QuorumConfig:
+    """The ``controller.quorum.*`` timeouts, Kafka's defaults for those unset or blank, none below 0."""
+    defaults = QuorumConfig()
+
+    def ms(key: str, default: int) -> int:
+        return int_setting(props, f"controller.quorum.{key}", default, minimum=0)
+
+    return QuorumConfig(
+        election_timeout_ms=ms("election.timeout.ms", defaults.election_timeout_ms),
+        fetch_timeout_ms=ms("fetch.timeout.ms", defaults.fetch_timeout_ms),
+        election_backoff_max_ms=ms("election.backoff.max.ms", defaults.election_backoff_max_ms),
+        request_timeout_ms=ms("request.timeout.ms", defaults.request_timeout_ms),
+        retry_backoff_ms=ms("retry.backoff.ms", defaults.retry_backoff_ms),
+    )
 
 
 def _bool(props: Mapping[str, str], key: str, default: bool) -> bool:
@@ -413,6 +432,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     voters = _quorum_voters(props)
     bootstrap = _quorum_bootstrap_servers(props)
     _check_quorum(roles, node_id, voters, bootstrap, controller_names, listeners)
+    quorum = _quorum_config(props)
     return ServerConfig(
         process_roles=roles,
         node_id=node_id,
@@ -454,4 +474,5 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
         quorum_voters=voters,
         quorum_bootstrap_servers=bootstrap,
         max_request_partition_size_limit=int_setting(props, "max.request.partition.size.limit", 2000, minimum=1),
+        quorum=quorum,
     )

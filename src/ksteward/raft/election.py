@@ -1,6 +1,7 @@
 """Pure election rules of a KRaft voter: configuration, vote counting, granting and the back-off timers.
 
-- ``QuorumConfig``: Kafka's ``QuorumConfig`` timeouts (``controller.quorum.*``), in milliseconds.
+- ``QuorumConfig``: Kafka's ``QuorumConfig`` timeouts (``controller.quorum.*``), in milliseconds, defined in
+  ``configs.quorum_config`` (every node parses them) and named here for the Raft code.
 - ``EpochElection``: Kafka's ``internals.EpochElection``: the grants and rejections a Prospective (pre-vote)
   or a Candidate (standard vote) has recorded, and whether they make a majority either way.
 - ``can_grant_vote``: the granting table of ``*State.canGrantVote`` and
@@ -14,8 +15,8 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Iterable
-from dataclasses import dataclass
 
+from ksteward.configs.quorum_config import QuorumConfig
 from ksteward.metadata.epochs import OffsetAndEpoch
 
 __all__ = [
@@ -28,28 +29,6 @@ __all__ = [
     "random_election_timeout_ms",
     "strict_exponential_backoff_ms",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class QuorumConfig:
-    """``controller.quorum.*`` settings (Kafka 4.0 defaults), in milliseconds."""
-
-    election_timeout_ms: int = 1000
-    fetch_timeout_ms: int = 2000
-    election_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 2000
-    retry_backoff_ms: int = 20
-    fetch_max_wait_ms: int = 500
-
-    @property
-    def check_quorum_timeout_ms(self) -> int:
-        """``LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR`` (1.5) times the fetch timeout."""
-        return self.fetch_timeout_ms * 3 // 2
-
-    @property
-    def begin_quorum_epoch_period_ms(self) -> int:
-        """``LeaderState.beginQuorumEpochTimeoutMs``: the leader re-announces itself every fetch timeout / 2."""
-        return self.fetch_timeout_ms // 2
 
 
 class StateKind(enum.Enum):

@@ -50,7 +50,6 @@ from ksteward.server.isr_reporter import IsrReporter
 from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.metrics.collectors import ForwardingCollector, ImageCollector
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
-from ksteward.server.quorum import quorum_config
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -117,7 +116,6 @@ class BrokerServer(Server):
         directory_id = self._format(dirs)
         try:
             sasl_plain = controller_login(cfg)
-            raft = quorum_config(cfg.static)  # the broker's Raft observer: controller.quorum.request.timeout.ms
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
@@ -125,6 +123,8 @@ class BrokerServer(Server):
             self._start_authorizer(image)
         freeze_loaded_state()
         bootstrap = cfg.controller_quorum_addresses
+        # The broker's Raft observer bounds its requests with controller.quorum.request.timeout.ms.
+        request_timeout_s = cfg.quorum.request_timeout_ms / 1000
 
         async def connect(address: Address, timeout_s: float = _CONNECT_TIMEOUT_S) -> ControllerConnection:
             connection, versions = await open_controller_connection(
@@ -136,7 +136,7 @@ class BrokerServer(Server):
         async def observer_connect(address: Address) -> ControllerConnection:
             # As a Raft request's: a voter that stopped (SIGSTOP) accepts the TCP connection but never answers
             # ApiVersions, and the observer moves on to another voter after controller.quorum.request.timeout.ms.
-            return await connect(address, raft.request_timeout_ms / 1000)
+            return await connect(address, request_timeout_s)
 
         def controller_address() -> Address:
             assert self._follower is not None
@@ -152,7 +152,7 @@ class BrokerServer(Server):
             bootstrap=bootstrap,
             connect=observer_connect,
             voter_endpoints={v.node_id: (v.host, v.port) for v in cfg.quorum_voters},
-            request_timeout_s=raft.request_timeout_ms / 1000,
+            request_timeout_s=request_timeout_s,
         )
         self._channel = ControllerChannel(
             controller_address, self._forwarding, sasl_plain=sasl_plain, client_id=f"ksteward-forwarding-{cfg.node_id}"

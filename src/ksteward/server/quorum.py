@@ -38,7 +38,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from ksteward.configs.server_config import ConfigError, ServerConfig, int_setting
+from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
 from ksteward.metadata.log import MetadataLog
@@ -111,22 +111,6 @@ def _why(old: str, old_epoch: int, new: str, epoch: int) -> str:
     return "election failed or timed out"
 
 
-def quorum_config(static: Mapping[str, str]) -> QuorumConfig:
-    """Kafka's ``controller.quorum.*`` keys (``QuorumConfig``), with its defaults."""
-    defaults = QuorumConfig()
-
-    def ms(key: str, default: int) -> int:
-        return int_setting(static, f"controller.quorum.{key}", default, minimum=0)
-
-    return QuorumConfig(
-        election_timeout_ms=ms("election.timeout.ms", defaults.election_timeout_ms),
-        fetch_timeout_ms=ms("fetch.timeout.ms", defaults.fetch_timeout_ms),
-        election_backoff_max_ms=ms("election.backoff.max.ms", defaults.election_backoff_max_ms),
-        request_timeout_ms=ms("request.timeout.ms", defaults.request_timeout_ms),
-        retry_backoff_ms=ms("retry.backoff.ms", defaults.retry_backoff_ms),
-    )
-
-
 def _now_ms() -> int:
     return int(time.monotonic() * 1000)
 
@@ -147,7 +131,7 @@ class QuorumDriver:
         self._node_id = config.node_id
         self._log = metadata_log
         self._role = role
-        self._config = quorum_config(config.static)
+        self._config = config.quorum
         voters = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
         self._state_path = metadata_log.directory / QUORUM_STATE_FILE
         self._follower_log = FollowerLog(metadata_log)
