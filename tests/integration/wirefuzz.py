@@ -57,10 +57,26 @@ class Site:
     path: str
 
 
+class Values:
+    """What :class:`_Writer` puts in each field. This one: one element per array, every nullable struct present,
+    one byte per string and bytes field, zero for every fixed-size field (:func:`full_request`). A subclass draws
+    them instead (a value fuzz)."""
+
+    def count(self, path: str) -> int:
+        return 1
+
+    def fixed(self, kafka_type: str, size: int, path: str) -> bytes:
+        return b"\x00" * size
+
+    def text(self, kafka_type: str, nullable: bool, path: str) -> bytes | None:
+        return b"a"
+
+
 class _Writer:
-    def __init__(self) -> None:
+    def __init__(self, values: Values | None = None) -> None:
         self.out = bytearray()
         self.sites: list[Site] = []
+        self.values = values or Values()
 
     def length(self, value: int, encoding: str, path: str) -> None:
         data = {"uvarint": write_uvarint(value + 1), "i16": struct.pack(">h", value), "i32": struct.pack(">i", value)}[
@@ -78,8 +94,10 @@ class _Writer:
             nested = kind.type_ if isinstance(kind, EntityField | EntityTupleField) else None
             where = f"{path}.{f.name}"
             if kind.is_array:
-                self.length(1, "uvarint" if flexible else "i32", where)
-                self.value(f, nested, flexible, where + "[0]")
+                count = self.values.count(where)
+                self.length(count, "uvarint" if flexible else "i32", where)
+                for i in range(count):
+                    self.value(f, nested, flexible, f"{where}[{i}]")
             elif nested is not None and is_optional(f):
                 self.out += b"\x01"
                 self.value(f, nested, flexible, where)
@@ -95,22 +113,25 @@ class _Writer:
             return
         kafka_type = get_schema_field_type(f)
         if kafka_type in _FIXED:
-            self.out += b"\x00" * _FIXED[kafka_type]
-        elif kafka_type == "string":
-            self.length(1, "uvarint" if flexible else "i16", path)
-            self.out += b"a"
-        elif kafka_type in ("bytes", "records"):
-            self.length(1, "uvarint" if flexible else "i32", path)
-            self.out += b"a"
+            self.out += self.values.fixed(kafka_type, _FIXED[kafka_type], path)
+        elif kafka_type in ("string", "bytes", "records"):
+            data = self.values.text(kafka_type, is_optional(f), path)
+            short = kafka_type == "string" and not flexible
+            size = -1 if data is None else len(data)
+            self.length(size, "uvarint" if flexible else ("i16" if short else "i32"), path)
+            self.out += data or b""
         else:
             raise AssertionError(f"{path}: no writer for {kafka_type}")
 
 
-def full_request(api_key: int, api_version: int, request_class: type | None = None) -> tuple[bytes, list[Site]]:
-    """A request payload (no size prefix) with every length field present, and where those fields are."""
+def full_request(
+    api_key: int, api_version: int, request_class: type | None = None, values: Values | None = None
+) -> tuple[bytes, list[Site]]:
+    """A request payload (no size prefix) with every length field present, and where those fields are; ``values``
+    fills the fields (:class:`Values` by default)."""
     cls = request_class or load_request_schema(api_key, api_version)
     header_flexible = bool(getattr(cls.__header_schema__, "__flexible__", False))
-    writer = _Writer()
+    writer = _Writer(values)
     writer.out += struct.pack(">hhi", api_key, api_version, 7)
     writer.length(4, "i16", "header.client_id")  # a classic string even in flexible headers
     writer.out += b"fuzz"

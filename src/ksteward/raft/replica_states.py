@@ -48,6 +48,9 @@ log = logging.getLogger("ksteward.raft.voter")
 
 #: A timer that is not set.
 NEVER = 2**62
+#: The highest epoch the wire can carry (an int32). A voter at this epoch cannot run for the next one: its
+#: election would write an epoch that no Vote, BeginQuorumEpoch, Fetch or quorum-state reader could hold.
+MAX_EPOCH = 2**31 - 1
 #: The versions a voter sends (Kafka 4.0's newest; ksteward peers accept them).
 REQUEST_VERSIONS: dict[int, int] = {ApiKey.VOTE: 2, ApiKey.BEGIN_QUORUM_EPOCH: 1, ApiKey.END_QUORUM_EPOCH: 1}
 
@@ -253,6 +256,14 @@ class VoterState:
             self._to_candidate(now_ms, actions)
 
     def _to_candidate(self, now_ms: int, actions: list[VoterAction]) -> None:
+        if self._epoch >= MAX_EPOCH:
+            # Kafka's epoch + 1 would wrap to a negative int here. Only a forged request (a Vote or a
+            # BeginQuorumEpoch from a CLUSTER_ACTION principal carrying the largest epoch) can bring a quorum this
+            # far; no election can follow it, and the voter says so at each election timeout instead.
+            log.error("node %d cannot run for leader: epoch %d is the largest an int32 holds", self.node_id,
+                      self._epoch)  # fmt: skip
+            self._to_unattached(self._epoch, -1, self._voted_id, now_ms, actions)
+            return
         old = (self._leader_id, self._epoch)
         self._epoch, self._leader_id, self._voted_id = self._epoch + 1, -1, self.node_id
         if len(self.voters) > 1:

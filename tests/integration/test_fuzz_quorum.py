@@ -1,0 +1,211 @@
+"""Fuzz the voters of a three-controller quorum: no input stops a voter, and the quorum still commits afterwards.
+
+``test_fuzz_frames.py`` fuzzes a single combined node. A voter of a quorum answers the Raft RPCs (Vote,
+BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum, AddRaftVoter, RemoveRaftVoter) through
+its Raft state machine instead (``server/quorum.py``), so its listener is fuzzed here too:
+
+- **Lengths** (``wirefuzz``): every length field of every (api, version) the controller listener serves, made
+  extreme, sent to the leader and to a follower.
+- **Values**: hypothesis fills every field of a well-formed request of a served (api, version): counts, ids,
+  epochs, offsets, strings (the cluster's own id and the metadata topic's name among them, so that requests
+  get past the first checks), and sends it to any voter. ANONYMOUS is a super user here, so every request is
+  authorized and reaches its handler: a forged Vote may move the voters to a new epoch, as it would in Kafka.
+
+Afterwards every voter is alive, the voters elect a leader, and that leader acknowledges a write.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_helpers import create_topic_acl
+from harness import HOST, Cluster, ClusterNode, wait_for
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rawkafka import connect
+from wirefuzz import Values, full_request, mutations
+
+from ksteward.protocol.apis import ApiKey
+from ksteward.protocol.codec import request_class
+from ksteward.server.api_table import controller_api_table
+
+SERVED = sorted(controller_api_table().served.items())
+RAFT_KEYS = {
+    ApiKey.FETCH,
+    ApiKey.VOTE,
+    ApiKey.BEGIN_QUORUM_EPOCH,
+    ApiKey.END_QUORUM_EPOCH,
+    ApiKey.DESCRIBE_QUORUM,
+    ApiKey.FETCH_SNAPSHOT,
+    ApiKey.ADD_RAFT_VOTER,
+    ApiKey.REMOVE_RAFT_VOTER,
+}
+READ_TIMEOUT_S = 2.0  # a Fetch may be parked for its MaxWaitMs; the voter need not answer it in time
+
+
+@pytest.fixture(scope="module")
+def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    cluster = Cluster(tmp_path_factory.mktemp("fuzz-quorum"), brokers=0, controllers=3)
+    try:
+        cluster.start()
+        cluster.wait_for_leader()
+        yield cluster
+    finally:
+        cluster.kill()
+
+
+def _throw(node: ClusterNode, payload: bytes) -> None:
+    """Send one framed request on a connection of its own and read until the voter answers or closes."""
+    sock = socket.create_connection((HOST, node.controller_port), timeout=READ_TIMEOUT_S)
+    try:
+        try:
+            sock.sendall(struct.pack(">i", len(payload)) + payload)
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(65536):
+                pass
+        except (OSError, TimeoutError):
+            pass  # closed on us, or a parked Fetch: either way the next check is whether the voter lives
+    finally:
+        sock.close()
+
+
+def _all_alive(cluster: Cluster) -> None:
+    dead = [node.name for node in cluster.controllers if not node.running]
+    assert not dead, f"voters died: {dead}"
+
+
+def _still_commits(cluster: Cluster) -> None:
+    """A leader is elected (a forged Vote may have started an election) and acknowledges a CreateAcls."""
+
+    def committed() -> bool:
+        leader = cluster.leader()
+        if leader is None:
+            return False
+        try:
+            create_topic_acl(leader, "after-fuzz")
+        except (AssertionError, OSError):
+            return False  # NOT_CONTROLLER while the election settles, or a leader that just stepped down
+        return True
+
+    wait_for(committed, 60.0, "a leader that acknowledges a write after the fuzz")
+
+
+def test_length_bombs_never_stop_a_voter(quorum: Cluster) -> None:
+    leader = quorum.wait_for_leader()
+    follower = next(node for node in quorum.controllers if node is not leader)
+    tried = 0
+    for node in (leader, follower):
+        for api_key, (low, high) in SERVED:
+            for version in range(low, high + 1):
+                payload, sites = full_request(api_key, version, request_class(api_key, version))
+                _throw(node, payload)
+                for mutation in mutations(payload, sites):
+                    _throw(node, mutation.payload)
+                    tried += 1
+            _all_alive(quorum)
+    assert tried > 1000
+    _still_commits(quorum)
+
+
+class _Drawn(Values):
+    """Field values drawn by hypothesis. Ids, epochs and offsets are mostly small, and a cluster id or a topic name
+    is mostly the cluster's own or the metadata topic's, so that many requests get past the first checks (the
+    cluster id, the voter's own id, the epoch) into the Raft state machine; extremes and random values the rest."""
+
+    def __init__(self, data: st.DataObject, cluster_id: str) -> None:
+        self.data = data
+        self.cluster_id = cluster_id.encode()
+
+    def count(self, path: str) -> int:
+        return self.data.draw(st.one_of(st.just(1), st.just(1), st.just(1), st.integers(0, 2)), label=f"{path} count")
+
+    def fixed(self, kafka_type: str, size: int, path: str) -> bytes:
+        if kafka_type == "bool":
+            return self.data.draw(st.sampled_from([b"\x00", b"\x01"]), label=path)
+        if kafka_type == "uuid":
+            return self.data.draw(st.binary(min_size=size, max_size=size), label=path)
+        bits = size * 8
+        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if "epoch" in path.rsplit(".", 1)[-1]:
+            high -= 2**16  # an epoch near the largest leaves no room for elections: test_a_forged_largest_epoch
+        small = st.integers(-1, 5)
+        value = self.data.draw(st.one_of(small, small, small, st.sampled_from([low, high]), st.integers(low, high)),
+                               label=path)  # fmt: skip
+        if kafka_type == "uint16":
+            return struct.pack(">H", value % 2**16)
+        return value.to_bytes(size, "big", signed=True)
+
+    def text(self, kafka_type: str, nullable: bool, path: str) -> bytes | None:
+        if kafka_type != "string":
+            return self.data.draw(st.binary(max_size=8), label=path)
+        name = path.rsplit(".", 1)[-1].split("[")[0]
+        usual = self.cluster_id if "cluster_id" in name else b"__cluster_metadata" if "topic" in name else None
+        words = st.text(st.characters(codec="utf-8"), max_size=6).map(str.encode)
+        if usual is not None:
+            words = st.one_of(st.just(usual), st.just(usual), st.just(usual), words)
+        return self.data.draw(st.one_of(words, st.none()) if nullable else words, label=path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(data=st.data())
+def test_drawn_values_never_stop_a_voter(quorum: Cluster, data: st.DataObject) -> None:
+    api_key, (low, high) = data.draw(st.sampled_from([s for s in SERVED if s[0] in RAFT_KEYS] * 3 + SERVED))
+    version = data.draw(st.integers(low, high), label="version")
+    node = data.draw(st.sampled_from(quorum.controllers), label="voter")
+    payload, _ = full_request(api_key, version, request_class(api_key, version), _Drawn(data, quorum.cluster_id))
+    _throw(node, payload)
+    _all_alive(quorum)
+
+
+def test_the_quorum_commits_after_the_value_fuzz(quorum: Cluster) -> None:
+    _all_alive(quorum)
+    _still_commits(quorum)
+
+
+def test_the_only_internal_errors_are_forged_leaders(quorum: Cluster) -> None:
+    """A request that names a second leader of the current epoch is refused as ``KafkaRaftClient.maybeTransition``
+    refuses it (Kafka's IllegalStateException, ksteward's RaftFatalError): the connection is closed with an ERROR
+    line. Any other internal error is a bug (the unencodable epoch of test_a_forged_largest_epoch was one)."""
+    for node in quorum.controllers:
+        for line in node.log_text().splitlines():
+            if "after an internal error: " in line:
+                assert "RaftFatalError" in line.split("after an internal error: ", 1)[1], (node.name, line)
+
+
+MAX_EPOCH = 2**31 - 1
+
+
+def test_a_forged_largest_epoch_leaves_the_voters_up_and_their_state_readable(tmp_path: Path) -> None:
+    """A Vote for the largest epoch an int32 holds, from a CLUSTER_ACTION principal, is granted as Kafka grants it.
+    No election can follow that epoch: Kafka's epoch + 1 would wrap. Each voter stays up at that epoch, keeps a
+    quorum-state file it can read back, and logs why it does not run, instead of writing an epoch the wire cannot
+    carry and failing every answer after (as it did before)."""
+    cluster = Cluster(tmp_path, brokers=0, controllers=3)
+    try:
+        cluster.start()
+        leader = cluster.wait_for_leader()
+        partition = {"partition_index": 0, "replica_epoch": MAX_EPOCH, "replica_id": leader.cluster_node_id,
+                     "last_offset_epoch": 1, "last_offset": 10**6}  # fmt: skip
+        body = {"cluster_id": cluster.cluster_id, "topics": [{"topic_name": "__cluster_metadata",
+                                                              "partitions": [partition]}]}  # fmt: skip
+        for node in cluster.controllers:
+            with connect((HOST, node.controller_port)) as conn:
+                answer = conn.request(ApiKey.VOTE, 0, body).body
+            assert int(answer.error_code) == 0, answer
+
+        def refused_to_run() -> bool:
+            return any("cannot run for leader: epoch 2147483647" in n.log_text() for n in cluster.controllers)
+
+        wait_for(refused_to_run, 30.0, "a voter saying it cannot run past the largest epoch")
+        _all_alive(cluster)
+        for node in cluster.controllers:
+            state = node.quorum_state()
+            assert state is not None and state["leaderEpoch"] == MAX_EPOCH, (node.name, state)
+            assert "after an internal error" not in node.log_text(), node.name
+    finally:
+        cluster.kill()
