@@ -1,17 +1,20 @@
-"""Fuzz the voters of a three-controller quorum: no input stops a voter, and the quorum still commits afterwards.
+"""Fuzz the nodes of a cluster with a three-voter quorum and a broker: no input stops a node, and the cluster still
+commits afterwards.
 
 ``test_fuzz_frames.py`` fuzzes a single combined node. A voter of a quorum answers the Raft RPCs (Vote,
 BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, DescribeQuorum, AddRaftVoter, RemoveRaftVoter) through
-its Raft state machine instead (``server/quorum.py``), so its listener is fuzzed here too:
+its Raft state machine instead (``server/quorum.py``), and a broker-only node forwards admin requests to the active
+controller in an Envelope (KIP-590), so both are fuzzed here too:
 
-- **Lengths** (``wirefuzz``): every length field of every (api, version) the controller listener serves, made
-  extreme, sent to the leader and to a follower.
+- **Lengths** (``wirefuzz``): every length field of every (api, version) the listener serves, made extreme, sent
+  to the leader, to a follower and to the broker.
 - **Values**: hypothesis fills every field of a well-formed request of a served (api, version): counts, ids,
   epochs, offsets, strings (the cluster's own id and the metadata topic's name among them, so that requests
-  get past the first checks), and sends it to any voter. ANONYMOUS is a super user here, so every request is
-  authorized and reaches its handler: a forged Vote may move the voters to a new epoch, as it would in Kafka.
+  get past the first checks), and sends it to any voter, or to the broker. ANONYMOUS is a super user here, so
+  every request is authorized and reaches its handler: a forged Vote may move the voters to a new epoch, as it
+  would in Kafka.
 
-Afterwards every voter is alive, the voters elect a leader, and that leader acknowledges a write.
+Afterwards every node is alive, the voters elect a leader, and a write is acknowledged, straight and forwarded.
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ from wirefuzz import Values, full_request, mutations
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import request_class
-from ksteward.server.api_table import controller_api_table
+from ksteward.server.api_table import broker_api_table, controller_api_table
 
 SERVED = sorted(controller_api_table().served.items())
+BROKER_SERVED = sorted(broker_api_table().served.items())
 RAFT_KEYS = {
     ApiKey.FETCH,
     ApiKey.VOTE,
@@ -49,7 +53,7 @@ READ_TIMEOUT_S = 2.0  # a Fetch may be parked for its MaxWaitMs; the voter need 
 
 @pytest.fixture(scope="module")
 def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    cluster = Cluster(tmp_path_factory.mktemp("fuzz-quorum"), brokers=0, controllers=3)
+    cluster = Cluster(tmp_path_factory.mktemp("fuzz-quorum"), brokers=1, controllers=3)
     try:
         cluster.start()
         cluster.wait_for_leader()
@@ -59,7 +63,8 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _throw(node: ClusterNode, payload: bytes) -> None:
-    """Send one framed request on a connection of its own and read until the voter answers or closes."""
+    """Send one framed request on a connection of its own to the node's listener (a controller's CONTROLLER, a
+    broker's PLAINTEXT) and read until the node answers or closes."""
     sock = socket.create_connection((HOST, node.controller_port), timeout=READ_TIMEOUT_S)
     try:
         try:
@@ -68,14 +73,14 @@ def _throw(node: ClusterNode, payload: bytes) -> None:
             while sock.recv(65536):
                 pass
         except (OSError, TimeoutError):
-            pass  # closed on us, or a parked Fetch: either way the next check is whether the voter lives
+            pass  # closed on us, or a parked Fetch: either way the next check is whether the node lives
     finally:
         sock.close()
 
 
 def _all_alive(cluster: Cluster) -> None:
-    dead = [node.name for node in cluster.controllers if not node.running]
-    assert not dead, f"voters died: {dead}"
+    dead = [node.name for node in cluster.nodes if not node.running]
+    assert not dead, f"nodes died: {dead}"
 
 
 def _still_commits(cluster: Cluster) -> None:
@@ -94,21 +99,30 @@ def _still_commits(cluster: Cluster) -> None:
     wait_for(committed, 60.0, "a leader that acknowledges a write after the fuzz")
 
 
-def test_length_bombs_never_stop_a_voter(quorum: Cluster) -> None:
-    leader = quorum.wait_for_leader()
-    follower = next(node for node in quorum.controllers if node is not leader)
+def _length_bombs(cluster: Cluster, nodes: list[ClusterNode], served: list[tuple[int, tuple[int, int]]]) -> None:
     tried = 0
-    for node in (leader, follower):
-        for api_key, (low, high) in SERVED:
+    for node in nodes:
+        for api_key, (low, high) in served:
             for version in range(low, high + 1):
                 payload, sites = full_request(api_key, version, request_class(api_key, version))
                 _throw(node, payload)
                 for mutation in mutations(payload, sites):
                     _throw(node, mutation.payload)
                     tried += 1
-            _all_alive(quorum)
+            _all_alive(cluster)
     assert tried > 1000
-    _still_commits(quorum)
+    _still_commits(cluster)
+
+
+def test_length_bombs_never_stop_a_voter(quorum: Cluster) -> None:
+    leader = quorum.wait_for_leader()
+    follower = next(node for node in quorum.controllers if node is not leader)
+    _length_bombs(quorum, [leader, follower], SERVED)
+
+
+def test_length_bombs_never_stop_a_broker(quorum: Cluster) -> None:
+    """The broker-only node's client listener, whose admin requests it forwards to the active controller."""
+    _length_bombs(quorum, quorum.brokers, BROKER_SERVED)
 
 
 class _Drawn(Values):
@@ -150,28 +164,52 @@ class _Drawn(Values):
         return self.data.draw(st.one_of(words, st.none()) if nullable else words, label=path)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])  # fmt: skip
+FUZZ_SETTINGS = settings(max_examples=300, deadline=None,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+
+
+def _drawn_request(data: st.DataObject, cluster: Cluster, served: list[tuple[int, tuple[int, int]]]) -> bytes:
+    api_key, (low, high) = data.draw(st.sampled_from(served), label="api")
+    version = data.draw(st.integers(low, high), label="version")
+    payload, _ = full_request(api_key, version, request_class(api_key, version), _Drawn(data, cluster.cluster_id))
+    return payload
+
+
+@FUZZ_SETTINGS
 @given(data=st.data())
 def test_drawn_values_never_stop_a_voter(quorum: Cluster, data: st.DataObject) -> None:
-    api_key, (low, high) = data.draw(st.sampled_from([s for s in SERVED if s[0] in RAFT_KEYS] * 3 + SERVED))
-    version = data.draw(st.integers(low, high), label="version")
     node = data.draw(st.sampled_from(quorum.controllers), label="voter")
-    payload, _ = full_request(api_key, version, request_class(api_key, version), _Drawn(data, quorum.cluster_id))
-    _throw(node, payload)
+    _throw(node, _drawn_request(data, quorum, [s for s in SERVED if s[0] in RAFT_KEYS] * 3 + SERVED))
     _all_alive(quorum)
 
 
-def test_the_quorum_commits_after_the_value_fuzz(quorum: Cluster) -> None:
+@FUZZ_SETTINGS
+@given(data=st.data())
+def test_drawn_values_never_stop_a_broker(quorum: Cluster, data: st.DataObject) -> None:
+    """Admin requests with drawn values, which the broker forwards to the active controller in an Envelope."""
+    _throw(quorum.brokers[0], _drawn_request(data, quorum, BROKER_SERVED))
+    _all_alive(quorum)
+
+
+def test_the_cluster_commits_after_the_value_fuzz(quorum: Cluster) -> None:
     _all_alive(quorum)
     _still_commits(quorum)
+
+    def forwarded() -> bool:
+        try:
+            create_topic_acl(quorum.brokers[0], "forwarded-after-fuzz")
+        except (AssertionError, OSError):
+            return False
+        return True
+
+    wait_for(forwarded, 60.0, "a write forwarded by the broker after the fuzz")
 
 
 def test_the_only_internal_errors_are_forged_leaders(quorum: Cluster) -> None:
     """A request that names a second leader of the current epoch is refused as ``KafkaRaftClient.maybeTransition``
     refuses it (Kafka's IllegalStateException, ksteward's RaftFatalError): the connection is closed with an ERROR
     line. Any other internal error is a bug (the unencodable epoch of test_a_forged_largest_epoch was one)."""
-    for node in quorum.controllers:
+    for node in quorum.nodes:
         for line in node.log_text().splitlines():
             if "after an internal error: " in line:
                 assert "RaftFatalError" in line.split("after an internal error: ", 1)[1], (node.name, line)
