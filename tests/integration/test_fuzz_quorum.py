@@ -48,6 +48,7 @@ RAFT_KEYS = {
     ApiKey.ADD_RAFT_VOTER,
     ApiKey.REMOVE_RAFT_VOTER,
 }
+METADATA_TOPIC_ID = (1).to_bytes(16, "big")
 READ_TIMEOUT_S = 2.0  # a Fetch may be parked for its MaxWaitMs; the voter need not answer it in time
 
 
@@ -140,8 +141,9 @@ class _Drawn(Values):
     def fixed(self, kafka_type: str, size: int, path: str) -> bytes:
         if kafka_type == "bool":
             return self.data.draw(st.sampled_from([b"\x00", b"\x01"]), label=path)
-        if kafka_type == "uuid":
-            return self.data.draw(st.binary(min_size=size, max_size=size), label=path)
+        if kafka_type == "uuid":  # the metadata topic's id (Kafka's Uuid.METADATA_TOPIC_ID) often: Fetch v13+
+            return self.data.draw(st.one_of(st.just(METADATA_TOPIC_ID), st.binary(min_size=size, max_size=size)),
+                                  label=path)  # fmt: skip
         bits = size * 8
         low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
         if "epoch" in path.rsplit(".", 1)[-1]:
