@@ -24,8 +24,8 @@ import pytest
 from harness import HOST, KstewardServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rawkafka import RawConnection, connect, decode_response, metadata_body
-from wirefuzz import Mutation, full_request, mutations
+from rawkafka import ConnectionClosed, RawConnection, connect, decode_response, metadata_body
+from wirefuzz import DrawnValues, Mutation, full_request, mutations
 
 from ksteward.broker.context import ApiTable
 from ksteward.protocol.apis import ApiKey
@@ -124,6 +124,37 @@ def test_server_still_serves_real_clients_after_fuzzing(fuzz_server: KstewardSer
         admin.close()
     assert fuzz_server.running
     # Garbage may close connections, but must never reach a handler as a crash.
+    assert "internal error" not in fuzz_server.log_text(), fuzz_server.log_tail(60)
+
+
+# --- drawn values: well-formed requests of every served (api, version) ------------------------------
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(data=st.data())
+def test_drawn_values_never_stop_the_server(fuzz_server: KstewardServer, data: st.DataObject) -> None:
+    """A well-formed request of a served (api, version), every field drawn (``wirefuzz.DrawnValues``), on the client
+    listener (after a PLAIN login on the SASL server) or the CONTROLLER listener, where the single controller answers
+    the Raft RPCs itself (``server.raft_service``)."""
+    client = data.draw(st.booleans(), label="client listener")
+    served = sorted((broker_api_table() if client else controller_api_table()).served.items())
+    api_key, (low, high) = data.draw(st.sampled_from(served), label="api")
+    version = data.draw(st.integers(low, high), label="version")
+    values = DrawnValues(data, fuzz_server.cluster_id)
+    payload, _ = full_request(api_key, version, request_class(api_key, version), values)
+    with RawConnection(HOST, fuzz_server.port if client else fuzz_server.controller_port, timeout=2.0) as conn:
+        if client and fuzz_server.template == "sasl":
+            assert int(conn.sasl_plain("admin", "admin-secret").body.error_code) == 0
+        try:
+            conn.send_frame(payload)
+            conn.read_frame()
+        except (OSError, TimeoutError, ConnectionClosed):
+            pass  # closed on us, or a parked Fetch
+    assert fuzz_server.running, "the server process died"
+
+
+def test_no_internal_error_after_the_drawn_values(fuzz_server: KstewardServer) -> None:
     assert "internal error" not in fuzz_server.log_text(), fuzz_server.log_tail(60)
 
 

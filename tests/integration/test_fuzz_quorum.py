@@ -30,7 +30,7 @@ from harness import HOST, Cluster, ClusterNode, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rawkafka import connect
-from wirefuzz import Values, full_request, mutations
+from wirefuzz import DrawnValues, full_request, mutations
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import request_class
@@ -48,7 +48,6 @@ RAFT_KEYS = {
     ApiKey.ADD_RAFT_VOTER,
     ApiKey.REMOVE_RAFT_VOTER,
 }
-METADATA_TOPIC_ID = (1).to_bytes(16, "big")
 READ_TIMEOUT_S = 2.0  # a Fetch may be parked for its MaxWaitMs; the voter need not answer it in time
 
 
@@ -126,46 +125,6 @@ def test_length_bombs_never_stop_a_broker(quorum: Cluster) -> None:
     _length_bombs(quorum, quorum.brokers, BROKER_SERVED)
 
 
-class _Drawn(Values):
-    """Field values drawn by hypothesis. Ids, epochs and offsets are mostly small, and a cluster id or a topic name
-    is mostly the cluster's own or the metadata topic's, so that many requests get past the first checks (the
-    cluster id, the voter's own id, the epoch) into the Raft state machine; extremes and random values the rest."""
-
-    def __init__(self, data: st.DataObject, cluster_id: str) -> None:
-        self.data = data
-        self.cluster_id = cluster_id.encode()
-
-    def count(self, path: str) -> int:
-        return self.data.draw(st.one_of(st.just(1), st.just(1), st.just(1), st.integers(0, 2)), label=f"{path} count")
-
-    def fixed(self, kafka_type: str, size: int, path: str) -> bytes:
-        if kafka_type == "bool":
-            return self.data.draw(st.sampled_from([b"\x00", b"\x01"]), label=path)
-        if kafka_type == "uuid":  # the metadata topic's id (Kafka's Uuid.METADATA_TOPIC_ID) often: Fetch v13+
-            return self.data.draw(st.one_of(st.just(METADATA_TOPIC_ID), st.binary(min_size=size, max_size=size)),
-                                  label=path)  # fmt: skip
-        bits = size * 8
-        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
-        if "epoch" in path.rsplit(".", 1)[-1]:
-            high -= 2**16  # an epoch near the largest leaves no room for elections: test_a_forged_largest_epoch
-        small = st.integers(-1, 5)
-        value = self.data.draw(st.one_of(small, small, small, st.sampled_from([low, high]), st.integers(low, high)),
-                               label=path)  # fmt: skip
-        if kafka_type == "uint16":
-            return struct.pack(">H", value % 2**16)
-        return value.to_bytes(size, "big", signed=True)
-
-    def text(self, kafka_type: str, nullable: bool, path: str) -> bytes | None:
-        if kafka_type != "string":
-            return self.data.draw(st.binary(max_size=8), label=path)
-        name = path.rsplit(".", 1)[-1].split("[")[0]
-        usual = self.cluster_id if "cluster_id" in name else b"__cluster_metadata" if "topic" in name else None
-        words = st.text(st.characters(codec="utf-8"), max_size=6).map(str.encode)
-        if usual is not None:
-            words = st.one_of(st.just(usual), st.just(usual), st.just(usual), words)
-        return self.data.draw(st.one_of(words, st.none()) if nullable else words, label=path)
-
-
 FUZZ_SETTINGS = settings(max_examples=300, deadline=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 
@@ -173,7 +132,7 @@ FUZZ_SETTINGS = settings(max_examples=300, deadline=None,
 def _drawn_request(data: st.DataObject, cluster: Cluster, served: list[tuple[int, tuple[int, int]]]) -> bytes:
     api_key, (low, high) = data.draw(st.sampled_from(served), label="api")
     version = data.draw(st.integers(low, high), label="version")
-    payload, _ = full_request(api_key, version, request_class(api_key, version), _Drawn(data, cluster.cluster_id))
+    payload, _ = full_request(api_key, version, request_class(api_key, version), DrawnValues(data, cluster.cluster_id))
     return payload
 
 

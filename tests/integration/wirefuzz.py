@@ -7,6 +7,9 @@ then rewrites one length at a time with counts no frame could hold (2³²-2, 2³
 what remains, an over-long varint) and, at each tagged section, plants a huge tag count or a tagged
 field whose size runs past the end.
 
+:class:`DrawnValues` fills the same requests with values hypothesis draws instead (a value fuzz): counts,
+ids, epochs, offsets and strings, mostly small or the cluster's own, so that requests get past the first checks.
+
 Independent of ``ksteward``'s own schema walker: it reads kio's field declarations itself, so a
 mistake in the server's bounds check cannot hide by being on both sides. Its own output is checked
 by decoding the unmutated request with kio.
@@ -19,6 +22,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial._introspect import (
     EntityField,
@@ -178,3 +182,47 @@ def mutations(payload: bytes, sites: list[Site]) -> Iterator[Mutation]:
         for what, data, oversized in _replacements(site, len(payload) - end):
             mutated = payload[: site.offset] + data + payload[end:]
             yield Mutation(f"{site.path} ({site.encoding}): {what}", mutated, oversized)
+
+
+#: Kafka's ``Uuid.METADATA_TOPIC_ID``, the topic id of ``__cluster_metadata`` (Fetch v13+ names topics by id).
+METADATA_TOPIC_ID = (1).to_bytes(16, "big")
+
+
+class DrawnValues(Values):
+    """Field values drawn by hypothesis. Ids, epochs and offsets are mostly small, and a cluster id or a topic name
+    is mostly the cluster's own or the metadata topic's, so that many requests get past the first checks (the
+    cluster id, the voter's own id, the epoch) into the Raft state machine; extremes and random values the rest."""
+
+    def __init__(self, data: st.DataObject, cluster_id: str) -> None:
+        self.data = data
+        self.cluster_id = cluster_id.encode()
+
+    def count(self, path: str) -> int:
+        return self.data.draw(st.one_of(st.just(1), st.just(1), st.just(1), st.integers(0, 2)), label=f"{path} count")
+
+    def fixed(self, kafka_type: str, size: int, path: str) -> bytes:
+        if kafka_type == "bool":
+            return self.data.draw(st.sampled_from([b"\x00", b"\x01"]), label=path)
+        if kafka_type == "uuid":  # the metadata topic's id (Kafka's Uuid.METADATA_TOPIC_ID) often: Fetch v13+
+            return self.data.draw(st.one_of(st.just(METADATA_TOPIC_ID), st.binary(min_size=size, max_size=size)),
+                                  label=path)  # fmt: skip
+        bits = size * 8
+        low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if "epoch" in path.rsplit(".", 1)[-1]:
+            high -= 2**16  # an epoch near the largest leaves no room for elections (test_fuzz_quorum.py)
+        small = st.integers(-1, 5)
+        value = self.data.draw(st.one_of(small, small, small, st.sampled_from([low, high]), st.integers(low, high)),
+                               label=path)  # fmt: skip
+        if kafka_type == "uint16":
+            return struct.pack(">H", value % 2**16)
+        return value.to_bytes(size, "big", signed=True)
+
+    def text(self, kafka_type: str, nullable: bool, path: str) -> bytes | None:
+        if kafka_type != "string":
+            return self.data.draw(st.binary(max_size=8), label=path)
+        name = path.rsplit(".", 1)[-1].split("[")[0]
+        usual = self.cluster_id if "cluster_id" in name else b"__cluster_metadata" if "topic" in name else None
+        words = st.text(st.characters(codec="utf-8"), max_size=6).map(str.encode)
+        if usual is not None:
+            words = st.one_of(st.just(usual), st.just(usual), st.just(usual), words)
+        return self.data.draw(st.one_of(words, st.none()) if nullable else words, label=path)
