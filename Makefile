@@ -51,6 +51,8 @@ test-slow: dev
 		tests/integration/test_cluster_faults.py tests/integration/test_quorum_failover.py \
 		tests/pipeline/test_spark_standalone.py::test_an_audit_survives_the_loss_of_its_executor
 	KSTEWARD_RAFT_SIM_SEEDS=100 $(PY) -m pytest -q tests/unit/raft/test_raft_simulation.py
+	KSTEWARD_FUZZ_EXAMPLES=6000 $(PY) -m pytest -q tests/integration/test_fuzz_frames.py \
+		tests/integration/test_fuzz_quorum.py
 
 LINT_DIRS := $(wildcard src tests bench)
 

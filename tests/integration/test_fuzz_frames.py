@@ -25,7 +25,7 @@ from harness import HOST, KstewardServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rawkafka import ConnectionClosed, RawConnection, connect, decode_response, metadata_body
-from wirefuzz import DrawnValues, Mutation, full_request, mutations
+from wirefuzz import FUZZ_EXAMPLES, DrawnValues, Mutation, full_request, mutations
 
 from ksteward.broker.context import ApiTable
 from ksteward.protocol.apis import ApiKey
@@ -130,7 +130,7 @@ def test_server_still_serves_real_clients_after_fuzzing(fuzz_server: KstewardSer
 # --- drawn values: well-formed requests of every served (api, version) ------------------------------
 
 
-@settings(max_examples=300, deadline=None,
+@settings(max_examples=FUZZ_EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(data=st.data())
 def test_drawn_values_never_stop_the_server(fuzz_server: KstewardServer, data: st.DataObject) -> None:

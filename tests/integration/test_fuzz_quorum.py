@@ -30,7 +30,7 @@ from harness import HOST, Cluster, ClusterNode, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rawkafka import connect
-from wirefuzz import DrawnValues, full_request, mutations
+from wirefuzz import FUZZ_EXAMPLES, DrawnValues, full_request, mutations
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import request_class
@@ -125,7 +125,7 @@ def test_length_bombs_never_stop_a_broker(quorum: Cluster) -> None:
     _length_bombs(quorum, quorum.brokers, BROKER_SERVED)
 
 
-FUZZ_SETTINGS = settings(max_examples=300, deadline=None,
+FUZZ_SETTINGS = settings(max_examples=FUZZ_EXAMPLES, deadline=None,
                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])  # fmt: skip
 
 

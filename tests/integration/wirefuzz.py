@@ -18,6 +18,7 @@ by decoding the unmutated request with kio.
 from __future__ import annotations
 
 import dataclasses
+import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,6 +184,9 @@ def mutations(payload: bytes, sites: list[Site]) -> Iterator[Mutation]:
             mutated = payload[: site.offset] + data + payload[end:]
             yield Mutation(f"{site.path} ({site.encoding}): {what}", mutated, oversized)
 
+
+#: Examples per drawn-value fuzz test: 300 in ``make test``; ``make test-slow`` sets KSTEWARD_FUZZ_EXAMPLES=6000.
+FUZZ_EXAMPLES = int(os.environ.get("KSTEWARD_FUZZ_EXAMPLES", "300"))
 
 #: Kafka's ``Uuid.METADATA_TOPIC_ID``, the topic id of ``__cluster_metadata`` (Fetch v13+ names topics by id).
 METADATA_TOPIC_ID = (1).to_bytes(16, "big")

@@ -262,8 +262,14 @@ class ClusterControlManager:
         """Kafka's ``QuorumController.processBrokerHeartbeat`` and ``ReplicationControlManager
         .processBrokerHeartbeat``: touch the session, check the epoch, move along the state machine."""
         broker_id, epoch = request.broker_id, request.broker_epoch
-        if broker_id != self.local_broker_id:
-            self.contacts[(broker_id, epoch)] = now  # before any check, as Kafka's tracker does
+        if broker_id == self.local_broker_id:
+            # A combined node's broker is driven in process and never heartbeats, so a heartbeat naming it comes
+            # from someone else. In Kafka the node's own broker heartbeats too, and its next heartbeat would undo
+            # a forged want_fence within an interval; here nothing would, and the node would drop out of Metadata
+            # until restarted. Refused, as a heartbeat for an epoch the broker does not hold is.
+            message = f"Broker {broker_id} is this combined node's own broker, which does not send heartbeats"
+            return ControllerResult([], HeartbeatReply(ApiError(ErrorCode.stale_broker_epoch, message)))
+        self.contacts[(broker_id, epoch)] = now  # before any check, as Kafka's tracker does
         registration = image.cluster.get(broker_id)
         if registration is None:
             message = f"Receive a heartbeat from broker {broker_id} before registration"

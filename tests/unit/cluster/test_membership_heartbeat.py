@@ -5,7 +5,17 @@ from __future__ import annotations
 
 import pytest
 from kio.schema.errors import ErrorCode
-from membership_world import apply, commit, heartbeat, new_world, partition, register, registration, with_topic
+from membership_world import (
+    LOCAL,
+    apply,
+    commit,
+    heartbeat,
+    new_world,
+    partition,
+    register,
+    registration,
+    with_topic,
+)
 
 from ksteward.controller.membership import BrokerControlState, next_broker_state
 from ksteward.metadata.records import BrokerRegistrationChangeRecordV0, BrokerRegistrationChangeRecordV1
@@ -132,3 +142,18 @@ def test_a_broker_that_leads_nothing_shuts_down_at_once() -> None:
         image, manager.process_heartbeat(image, heartbeat(2, epoch, image.offset, shut_down=True), 1.0)
     )
     assert reply.should_shut_down and reply.is_fenced and image.cluster[2].fenced
+
+
+@pytest.mark.parametrize(("fence", "shut_down"), [(True, False), (False, True), (False, False)])
+def test_a_heartbeat_naming_the_combined_nodes_own_broker_changes_nothing(fence: bool, shut_down: bool) -> None:
+    """The combined node's broker never heartbeats; a heartbeat naming it, at its epoch, is someone else's. Accepted,
+    a want_fence would fence the node's broker for good (nothing heartbeats it back), and Metadata would list no
+    broker until a restart. Refused as a stale epoch, and nothing is written."""
+    image, manager = new_world()
+    epoch = int(image.cluster[LOCAL].broker_epoch)
+    result = manager.process_heartbeat(image, heartbeat(LOCAL, epoch, image.offset, fence=fence, shut_down=shut_down),
+                                       1.0)  # fmt: skip
+    assert result.records == []
+    assert result.response.error.code == ErrorCode.stale_broker_epoch
+    assert "own broker" in (result.response.error.message or "")
+    assert not image.cluster[LOCAL].fenced and manager.has_valid_session(LOCAL, epoch, 10_000.0)
