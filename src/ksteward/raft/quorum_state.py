@@ -25,6 +25,7 @@ from typing import Any
 from ksteward.metadata.files import fsync_dir, write_all
 
 __all__ = [
+    "INT32_MAX",
     "QUORUM_STATE_FILE",
     "ElectionState",
     "QuorumStateError",
@@ -39,7 +40,8 @@ QUORUM_STATE_FILE = "quorum-state"
 _SUPPORTED_VERSIONS = (0, 1)
 #: A real file is well under 1 KiB for any sane voter set; refuse to read a huge one.
 _MAX_BYTES = 1 << 20
-_INT32_MAX = 2**31 - 1
+#: Every field of the file is an int32, as on the wire: no epoch, and so no election, goes past this one.
+INT32_MAX = 2**31 - 1
 
 
 class QuorumStateError(Exception):
@@ -99,8 +101,8 @@ def read_quorum_state(path: Path) -> ElectionState | None:
 
 def _int_field(path: Path, data: dict[str, Any], name: str, *, minimum: int) -> int:
     value = data.get(name)
-    if type(value) is not int or not minimum <= value <= _INT32_MAX:
-        raise QuorumStateError(f"{path}: field {name} must be an integer from {minimum} to {_INT32_MAX}")
+    if type(value) is not int or not minimum <= value <= INT32_MAX:
+        raise QuorumStateError(f"{path}: field {name} must be an integer from {minimum} to {INT32_MAX}")
     return value
 
 
@@ -139,7 +141,7 @@ def begin_single_voter_epoch(directory: Path, node_id: int, log_last_epoch: int)
     path = directory / QUORUM_STATE_FILE
     stored = read_quorum_state(path)
     epoch = next_leader_epoch(stored.leader_epoch if stored is not None else 0, log_last_epoch)
-    if epoch > _INT32_MAX:
-        raise QuorumStateError(f"{path}: the leader epoch cannot grow past {_INT32_MAX}")
+    if epoch > INT32_MAX:
+        raise QuorumStateError(f"{path}: the leader epoch cannot grow past {INT32_MAX}")
     write_quorum_state(path, ElectionState(leader_epoch=epoch, leader_id=node_id, voted_id=node_id, voters=(node_id,)))
     return epoch

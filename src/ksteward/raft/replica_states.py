@@ -33,7 +33,7 @@ from .election import (
 from .leader import RaftLeader
 from .log_view import LogView
 from .observer import HighWatermarkUpdated, LeaderChanged, RaftFatalError, RaftObserver
-from .quorum_state import ElectionState
+from .quorum_state import INT32_MAX, ElectionState
 from .voter_actions import (
     BecameLeader,
     LostLeadership,
@@ -48,9 +48,6 @@ log = logging.getLogger("ksteward.raft.voter")
 
 #: A timer that is not set.
 NEVER = 2**62
-#: The highest epoch the wire can carry (an int32). A voter at this epoch cannot run for the next one: its
-#: election would write an epoch that no Vote, BeginQuorumEpoch, Fetch or quorum-state reader could hold.
-MAX_EPOCH = 2**31 - 1
 #: The versions a voter sends (Kafka 4.0's newest; ksteward peers accept them).
 REQUEST_VERSIONS: dict[int, int] = {ApiKey.VOTE: 2, ApiKey.BEGIN_QUORUM_EPOCH: 1, ApiKey.END_QUORUM_EPOCH: 1}
 
@@ -256,7 +253,7 @@ class VoterState:
             self._to_candidate(now_ms, actions)
 
     def _to_candidate(self, now_ms: int, actions: list[VoterAction]) -> None:
-        if self._epoch >= MAX_EPOCH:
+        if self._epoch >= INT32_MAX:
             # Kafka's epoch + 1 would wrap to a negative int here. Only a forged request (a Vote or a
             # BeginQuorumEpoch from a CLUSTER_ACTION principal carrying the largest epoch) can bring a quorum this
             # far; no election can follow it, and the voter says so at each election timeout instead.
