@@ -116,7 +116,7 @@ class BrokerServer(Server):
         directory_id = self._format(dirs)
         try:
             sasl_plain = controller_login(cfg)
-        except (ConfigError, ValueError) as exc:
+        except ConfigError as exc:
             raise StartupError(str(exc)) from None
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
             image, metadata_log = await self._load_metadata()
