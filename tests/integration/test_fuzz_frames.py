@@ -16,7 +16,6 @@ come. Afterwards the process must be alive and a real client must still work.
 
 from __future__ import annotations
 
-import socket
 import struct
 from collections.abc import Iterator
 
@@ -24,8 +23,8 @@ import pytest
 from harness import HOST, KstewardServer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rawkafka import ConnectionClosed, RawConnection, connect, decode_response, metadata_body
-from wirefuzz import FUZZ_EXAMPLES, DrawnValues, Mutation, full_request, mutations
+from rawkafka import ConnectionClosed, RawConnection, connect, decode_response, frame, metadata_body
+from wirefuzz import FUZZ_EXAMPLES, DrawnValues, Mutation, full_request, mutations, throw
 
 from ksteward.broker.context import ApiTable
 from ksteward.protocol.apis import ApiKey
@@ -78,27 +77,10 @@ frames = st.one_of(
 )
 
 
-def _throw(server: KstewardServer, data: bytes, port: int | None = None) -> None:
-    sock = socket.create_connection((HOST, port or server.port), timeout=10)
-    try:
-        try:
-            sock.sendall(data)
-            sock.shutdown(socket.SHUT_WR)
-        except OSError:
-            return  # the server already closed on us
-        try:
-            while sock.recv(65536):
-                pass
-        except (ConnectionResetError, TimeoutError):
-            pass
-    finally:
-        sock.close()
-
-
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.lists(frames, min_size=1, max_size=3))
 def test_bad_frames_never_stop_the_server(fuzz_server: KstewardServer, data: list[bytes]) -> None:
-    _throw(fuzz_server, b"".join(data))
+    throw(fuzz_server.address, b"".join(data))
     assert fuzz_server.running, "the server process died"
 
 
@@ -218,7 +200,7 @@ def test_structured_length_bombs_never_stop_the_server(fuzz_server: KstewardServ
         for port, table in ((fuzz_server.port, broker_api_table()), (fuzz_server.controller_port,
                                                                      controller_api_table())):  # fmt: skip
             for api_key, version, mutation in _served_mutations(table):
-                _throw(fuzz_server, struct.pack(">i", len(mutation.payload)) + mutation.payload, port)
+                throw((HOST, port), frame(mutation.payload))
                 tried += 1
                 if tried % 250 == 0:
                     assert fuzz_server.running, f"the server died after {api_key} v{version} {mutation.what}"

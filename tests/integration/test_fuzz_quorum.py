@@ -19,9 +19,7 @@ Afterwards every node is alive, the voters elect a leader, and a write is acknow
 
 from __future__ import annotations
 
-import socket
-import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -29,8 +27,8 @@ from cluster_helpers import create_topic_acl
 from harness import HOST, Cluster, ClusterNode, wait_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rawkafka import connect
-from wirefuzz import FUZZ_EXAMPLES, DrawnValues, full_request, mutations
+from rawkafka import connect, frame
+from wirefuzz import FUZZ_EXAMPLES, DrawnValues, full_request, mutations, throw
 
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.codec import request_class
@@ -63,19 +61,9 @@ def quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def _throw(node: ClusterNode, payload: bytes) -> None:
-    """Send one framed request on a connection of its own to the node's listener (a controller's CONTROLLER, a
-    broker's PLAINTEXT) and read until the node answers or closes."""
-    sock = socket.create_connection((HOST, node.controller_port), timeout=READ_TIMEOUT_S)
-    try:
-        try:
-            sock.sendall(struct.pack(">i", len(payload)) + payload)
-            sock.shutdown(socket.SHUT_WR)
-            while sock.recv(65536):
-                pass
-        except (OSError, TimeoutError):
-            pass  # closed on us, or a parked Fetch: either way the next check is whether the node lives
-    finally:
-        sock.close()
+    """One request to the node's listener (a controller's CONTROLLER, a broker's PLAINTEXT); a parked Fetch is
+    not waited for past READ_TIMEOUT_S."""
+    throw((HOST, node.controller_port), frame(payload), READ_TIMEOUT_S)
 
 
 def _all_alive(cluster: Cluster) -> None:
@@ -83,20 +71,25 @@ def _all_alive(cluster: Cluster) -> None:
     assert not dead, f"nodes died: {dead}"
 
 
-def _still_commits(cluster: Cluster) -> None:
-    """A leader is elected (a forged Vote may have started an election) and acknowledges a CreateAcls."""
+def _acknowledged(node: Callable[[], ClusterNode | None], topic: str, what: str) -> None:
+    """Wait until ``node()`` acknowledges a CreateAcls: a leader may be being elected (a forged Vote may have started
+    an election), answering NOT_CONTROLLER meanwhile, or a leader may just have stepped down."""
 
-    def committed() -> bool:
-        leader = cluster.leader()
-        if leader is None:
+    def done() -> bool:
+        target = node()
+        if target is None:
             return False
         try:
-            create_topic_acl(leader, "after-fuzz")
+            create_topic_acl(target, topic)
         except (AssertionError, OSError):
-            return False  # NOT_CONTROLLER while the election settles, or a leader that just stepped down
+            return False
         return True
 
-    wait_for(committed, 60.0, "a leader that acknowledges a write after the fuzz")
+    wait_for(done, 60.0, what)
+
+
+def _still_commits(cluster: Cluster) -> None:
+    _acknowledged(cluster.leader, "after-fuzz", "a leader that acknowledges a write after the fuzz")
 
 
 def _length_bombs(cluster: Cluster, nodes: list[ClusterNode], served: list[tuple[int, tuple[int, int]]]) -> None:
@@ -155,15 +148,7 @@ def test_drawn_values_never_stop_a_broker(quorum: Cluster, data: st.DataObject) 
 def test_the_cluster_commits_after_the_value_fuzz(quorum: Cluster) -> None:
     _all_alive(quorum)
     _still_commits(quorum)
-
-    def forwarded() -> bool:
-        try:
-            create_topic_acl(quorum.brokers[0], "forwarded-after-fuzz")
-        except (AssertionError, OSError):
-            return False
-        return True
-
-    wait_for(forwarded, 60.0, "a write forwarded by the broker after the fuzz")
+    _acknowledged(lambda: quorum.brokers[0], "forwarded-after-fuzz", "a write forwarded by the broker after the fuzz")
 
 
 def test_the_only_internal_errors_are_forged_leaders(quorum: Cluster) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -183,6 +184,26 @@ def mutations(payload: bytes, sites: list[Site]) -> Iterator[Mutation]:
         for what, data, oversized in _replacements(site, len(payload) - end):
             mutated = payload[: site.offset] + data + payload[end:]
             yield Mutation(f"{site.path} ({site.encoding}): {what}", mutated, oversized)
+
+
+def throw(address: tuple[str, int], data: bytes, timeout: float = 10.0) -> None:
+    """Send ``data`` (frames, whole or not) on a connection of its own, end the writing side so that the server
+    sees EOF instead of waiting for bytes that never come, and read until it closes. A server that closes first,
+    or sends nothing within ``timeout`` (a parked Fetch), ends the throw too."""
+    sock = socket.create_connection(address, timeout=timeout)
+    try:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            return  # the server already closed on us
+        try:
+            while sock.recv(65536):
+                pass
+        except (ConnectionResetError, TimeoutError):
+            pass
+    finally:
+        sock.close()
 
 
 #: Examples per drawn-value fuzz test: 300 in ``make test``; ``make test-slow`` sets KSTEWARD_FUZZ_EXAMPLES=6000.
