@@ -204,6 +204,16 @@ class ServerProcess:
                 self.proc.kill()
         _LIVE.discard(self)
 
+    def pause(self) -> None:
+        """SIGSTOP: the process keeps its sockets and files but takes no CPU until :meth:`resume`."""
+        assert self.proc is not None and self.proc.returncode is None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def log_errors(self) -> list[str]:
         """The server's ERROR and CRITICAL log lines so far, without timestamps, each distinct line
         once with its count (a clean run has none)."""
