@@ -146,3 +146,34 @@ def test_a_leader_with_one_writer_at_a_time_fsyncs_in_line_and_overlapping_write
     assert durable_next_turn[solo + INLINE_FLUSHES_PER_PROBE] is False  # the probe goes through the thread
     assert not any(answered_before_hw)  # durable here is not committed
     assert burst_fsyncs <= 3 < burst  # overlapping writes went back to sharing fsyncs in the thread
+
+
+def test_a_failed_fsync_fails_the_waiting_write_and_reports_the_error_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader of several voters: the server halts on ``on_failure`` (server.fatal); every write after it is
+    refused. With one voter there is no ``on_failure`` and the node stays up, refusing writes."""
+
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        failures: list[BaseException] = []
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True,
+                                   on_failure=failures.append)  # fmt: skip
+        committer.activate(2)
+        error = OSError(5, "Input/output error")
+
+        def failing_fsync(fd: int) -> None:
+            raise error
+
+        monkeypatch.setattr("os.fsync", failing_fsync)
+        write = committer.append([acl("a")])
+        with pytest.raises(RuntimeError, match="fsync failed"):
+            await write
+        assert failures == [error] and log.failed is error
+        with pytest.raises(RuntimeError, match="no longer accepts writes"):
+            committer.append([acl("b")])
+        monkeypatch.undo()
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())

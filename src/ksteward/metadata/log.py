@@ -261,6 +261,11 @@ class MetadataLog(ReplicaLogMixin):
         return self._durable_offset
 
     @property
+    def failed(self) -> BaseException | None:
+        """The error of a failed fsync, after which the log refuses every write and flush; else None."""
+        return self._failed
+
+    @property
     def last_epoch(self) -> int:
         """Leader epoch of the last batch in the log, -1 when the log is empty."""
         return self._last_epoch

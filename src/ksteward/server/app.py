@@ -61,6 +61,7 @@ from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.connection import Connection, Forward, ListenerRuntime
 from ksteward.server.controller_quorum import leader_change
+from ksteward.server.fatal import halt
 from ksteward.server.local_isr import LocalIsrReporter
 from ksteward.server.metrics import MetricsSettings, MetricsStartError, NodeMetrics, metrics_settings
 from ksteward.server.metrics.collectors import (
@@ -213,6 +214,9 @@ class Server:
             quorum=self._several_voters,
             on_durable=self._on_leader_durable,
             on_append=self._on_leader_appended,
+            # A voter of several stops at once when its fsync fails, as Kafka's does (server.fatal); one controller
+            # keeps serving reads and refuses writes.
+            on_failure=self._on_log_failure if self._several_voters else None,
         )
         # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
         # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
@@ -292,6 +296,9 @@ class Server:
                                        self._controller, endpoints)  # fmt: skip
         except (ConfigError, ValueError) as exc:
             raise StartupError(str(exc)) from None
+
+    def _on_log_failure(self, error: BaseException) -> None:
+        halt("this voter's metadata log fsync failed", error)
 
     def _on_leader_appended(self) -> None:
         if self._quorum is not None:

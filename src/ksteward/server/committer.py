@@ -89,8 +89,11 @@ class GroupCommitter:
         quorum: bool = False,
         on_durable: Callable[[int], None] | None = None,
         on_append: Callable[[], None] | None = None,
+        on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._log = metadata_log
+        #: Called once an fsync failed and every waiting write was failed (a voter of several stops: server.fatal).
+        self._on_failure = on_failure
         self._quorum = quorum
         self._on_durable = on_durable
         self._on_append = on_append  # quorum mode: after each append (the leader serves its log end to fetchers)
@@ -342,6 +345,8 @@ class GroupCommitter:
             _, _, _, fut = self._pending.popleft()
             if not fut.done():
                 fut.set_exception(RuntimeError("metadata log fsync failed"))
+        if self._on_failure is not None:
+            self._on_failure(failure)
 
     def _note_solo(self, durable: int) -> None:
         """After an fsync in the thread that made ``durable`` batches durable: after enough in a row that made one

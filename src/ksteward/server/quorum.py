@@ -15,6 +15,10 @@ and what depends on it, and a voter's ``FlushLog`` (fsync) is done before the vo
   (``server.controller_quorum``): claim, renounce, commit;
 - ``LeaderChanged``: logged.
 
+A write to this voter's disk that fails (``quorum-state``, an append, an fsync) stops the process at once
+(``server.fatal.halt``), as Kafka's fatal fault handler does for any error in its Raft IO thread: a voter must not
+vote, fetch or lead past a write it could not make durable (docs/raft.md, "A voter whose disk fails").
+
 Timers: one ``loop.call_at`` handle calls ``tick`` at ``next_deadline_ms``, moved earlier once a loop turn that
 carried out actions brings the deadline forward (``_settle``, which also logs a state change; as the
 simulation's scheduler does, ``tests/unit/raft/raft_sim.py``).
@@ -41,7 +45,7 @@ from typing import Any
 from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
-from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.log import MetadataLog, MetadataLogError
 from ksteward.protocol.apis import ApiKey
 from ksteward.raft.election import QuorumConfig
 from ksteward.raft.follower_log import FollowerLog
@@ -67,6 +71,7 @@ from ksteward.raft.voter_actions import (
     SendRequest,
     VoterAction,
 )
+from ksteward.server import fatal
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.controller_channel import controller_login
 from ksteward.server.controller_quorum import ControllerQuorumRole
@@ -83,6 +88,8 @@ _FOLLOWER_LOG_ACTIONS = (
     InstallSnapshot,
     AbortSnapshotDownload,
 )
+#: The actions that write this voter's disk: a failure stops the process (``_store``).
+_STORAGE_ACTIONS = (PersistElectionState, FlushLog, *_FOLLOWER_LOG_ACTIONS)
 _FETCH_KEYS = (ApiKey.FETCH, ApiKey.FETCH_SNAPSHOT)
 #: How long a leader that stops (SIGTERM) waits for a successor after resigning (Kafka's graceful shutdown).
 SHUTDOWN_TIMEOUT_MS = 2000
@@ -273,14 +280,10 @@ class QuorumDriver:
         if self._deferred_hw is not None and any(isinstance(a, (BecameLeader, LostLeadership)) for a in actions):
             self._apply_deferred()  # the image the controller claims (or keeps) holds every committed record
         for action in actions:
-            if isinstance(action, PersistElectionState):
-                write_quorum_state(self._state_path, action.state)
+            if isinstance(action, _STORAGE_ACTIONS):
+                self._store(action)
             elif isinstance(action, SendRequest):
                 self._send(action)
-            elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
-                self._follower_log.apply_one(action)
-            elif isinstance(action, FlushLog):
-                self._log.flush()
             elif isinstance(action, BecameLeader):
                 granted = sorted(int(v.voter_id) for v in getattr(action.leader_change, "granting_voters", ()))
                 log.info("raft: elected leader of epoch %d with the votes of %s; the epoch starts at offset %d",
@@ -298,6 +301,23 @@ class QuorumDriver:
         if not self._settling:
             self._settling = True
             asyncio.get_running_loop().call_soon(self._settle)
+
+    def _store(self, action: VoterAction) -> None:
+        """Carry out a write to this voter's disk. An I/O error, or any refusal of a log whose fsync failed,
+        stops the process (the module docstring); a refused batch (a ``MetadataLogError`` of a working log) is
+        raised to the caller, as before."""
+        try:
+            if isinstance(action, PersistElectionState):
+                write_quorum_state(self._state_path, action.state)
+            elif isinstance(action, FlushLog):
+                self._log.flush()
+            elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
+                self._follower_log.apply_one(action)
+        except (OSError, MetadataLogError) as exc:
+            if isinstance(exc, OSError) or self._log.failed is not None:
+                what = "quorum-state file" if isinstance(action, PersistElectionState) else "metadata log"
+                fatal.halt(f"this voter could not write its {what} ({type(action).__name__})", exc)
+            raise
 
     def _settle(self) -> None:
         """After the batches of actions of one loop turn: log a state change and re-arm the timer. Once a turn,

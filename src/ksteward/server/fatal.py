@@ -1,0 +1,34 @@
+"""Stopping the process at once on a fault it must not run past: Kafka's ``ProcessTerminatingFaultHandler``.
+
+A voter of a controller quorum whose metadata log or ``quorum-state`` file fails to write or fsync cannot keep
+voting. Its next Fetch would report an offset that is not durable, which the leader counts toward the high
+watermark. A leader that keeps leading cannot write, and no other voter takes over. In Kafka every exception in
+the Raft IO thread goes to the raft manager's fatal fault handler (``KafkaRaftClientDriver``,
+``SharedServer.raftManagerFaultHandler``), which logs it and halts the JVM. ``halt`` does the same here: a
+CRITICAL line with the reason, the log handlers flushed, and ``os._exit(1)``. No shutdown code runs, and nothing
+more is written to a disk that just failed. The data directory's lock goes with the process, and the other
+voters elect a leader without this one (docs/raft.md, "A voter whose disk fails").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from typing import NoReturn
+
+__all__ = ["halt"]
+
+log = logging.getLogger(__name__)
+
+#: The exit status of a halted process (Kafka's ``Exit.halt(1)``).
+HALT_STATUS = 1
+
+
+def halt(reason: str, error: BaseException) -> NoReturn:
+    """Log ``reason`` and ``error`` as CRITICAL, flush every log handler, and exit with status 1 at once."""
+    log.critical("fatal: %s (%s: %s); stopping now", reason, type(error).__name__, error)
+    for handler in [*logging.getLogger().handlers, *log.handlers]:
+        with contextlib.suppress(Exception):  # nothing is left to report it to; the exit matters more
+            handler.flush()
+    os._exit(HALT_STATUS)

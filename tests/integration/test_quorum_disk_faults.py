@@ -1,0 +1,120 @@
+"""A voter of a controller quorum whose disk fails stops at once, as Kafka's does (docs/raft.md, "A voter whose
+disk fails"; Kafka's raft manager sends every error of its Raft IO thread to a fatal fault handler).
+
+Three controller-only voters, no broker, no NoOpRecord writer: only the test appends. Every voter runs with
+``fsync_fault/sitecustomize.py``, which makes ``os.fsync`` fail with EIO in one process once the test creates a
+file named after its pid. Kafka's clients never see the fault: the quorum keeps committing with the two voters
+left.
+
+- A follower whose fsync fails must not report the record it could not make durable: the leader counts a voter's
+  fetch offset toward the high watermark. It exits with status 1, and the leader's view of it stays below that
+  record.
+- A leader whose fsync fails exits too, and the other two elect a leader that commits the next write. The write
+  it could not make durable is committed at most once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness import Cluster, ClusterNode, wait_for
+from kio.schema.errors import ErrorCode
+from rawkafka import ConnectionClosed, connect, quorum_partition
+
+from ksteward.protocol.apis import ApiKey
+
+FAULT_SITE = Path(__file__).parent / "fsync_fault"
+FATAL_LINE = "fatal: this voter"
+
+
+@pytest.fixture
+def quorum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, Path]]:
+    faults = tmp_path / "faults"
+    faults.mkdir()
+    monkeypatch.setenv("PYTHONPATH", str(FAULT_SITE))  # the servers' environment is this one, at spawn
+    monkeypatch.setenv("KSTEWARD_TEST_FSYNC_FAULT_DIR", str(faults))
+    made = Cluster(tmp_path, brokers=0, controllers=3, overrides={"metadata.max.idle.interval.ms": "0"})
+    try:
+        yield made.start(), faults
+    finally:
+        made.kill()
+
+
+def create_acl(node: ClusterNode, name: str) -> Any:
+    """CreateAcls v3 of one binding straight to ``node``'s controller listener (KIP-919); the answer's body."""
+    creation = {"resource_type": 2, "resource_name": name, "resource_pattern_type": 3, "principal": "User:alice",
+                "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
+    with connect(node.address, timeout=60.0) as conn:
+        return conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
+
+
+def acked(node: ClusterNode, name: str) -> bool:
+    return [int(r.error_code) for r in create_acl(node, name).results] == [ErrorCode.none]
+
+
+def committed_end(node: ClusterNode) -> int | None:
+    """The leader's log end offset once a majority has all of it (nothing in flight), else None."""
+    partition = quorum_partition(node.address)
+    if partition.error_code != ErrorCode.none:
+        return None
+    end = int(partition.current_voters[0].log_end_offset)  # the leader comes first
+    return end if int(partition.high_watermark) == end else None
+
+
+def voter_ends(node: ClusterNode) -> dict[int, int]:
+    """Each voter's log end offset as the leader ``node`` last heard it."""
+    return {int(v.replica_id): int(v.log_end_offset) for v in quorum_partition(node.address).current_voters}
+
+
+def acl_names(node: ClusterNode) -> list[str]:
+    filters = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+               "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
+    with connect(node.address, timeout=60.0) as conn:
+        body = conn.request(ApiKey.DESCRIBE_ACLS, 3, filters).body
+    return [str(r.resource_name) for r in body.resources]
+
+
+def fail_fsync(faults: Path, node: ClusterNode) -> None:
+    assert node.proc is not None
+    (faults / str(node.proc.pid)).touch()
+
+
+def test_a_follower_whose_fsync_fails_stops_without_reporting_the_record(quorum: tuple[Cluster, Path]) -> None:
+    cluster, faults = quorum
+    leader = cluster.wait_for_leader()
+    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
+    end = wait_for(lambda: committed_end(leader), 30.0, "every voter caught up")
+    assert isinstance(end, int)
+    follower = next(node for node in cluster.controllers if node is not leader)
+    fail_fsync(faults, follower)
+    # Committed by the leader and the other follower; the failing one appends it, and its fsync fails.
+    assert acked(leader, "lost-on-one-disk")
+    assert follower.wait_exit(60.0) == 1
+    log = follower.log_text()
+    assert FATAL_LINE in log and "FlushLog" in log and "injected by the test" in log, follower.log_tail()
+    # It never fetched past the record it could not make durable: the leader did not count it.
+    assert voter_ends(leader)[follower.cluster_node_id] <= end
+    assert acked(leader, "after")
+    assert sorted(acl_names(leader)) == ["after", "before", "lost-on-one-disk"]
+
+
+def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum: tuple[Cluster, Path]) -> None:
+    cluster, faults = quorum
+    leader = cluster.wait_for_leader()
+    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
+    epoch = int(quorum_partition(leader.address).leader_epoch)
+    fail_fsync(faults, leader)
+    with contextlib.suppress(ConnectionClosed):  # the leader halts in the middle of this write: its outcome is open
+        create_acl(leader, "unknown-outcome")
+    assert leader.wait_exit(60.0) == 1
+    log = leader.log_text()
+    assert "fatal: this voter's metadata log fsync failed" in log and "injected by the test" in log, leader.log_tail()
+    successor = cluster.wait_for_leader(60.0, other_than=leader)
+    assert int(quorum_partition(successor.address).leader_epoch) > epoch
+    wait_for(lambda: acked(successor, "after"), 60.0, "a write committed by the new leader")
+    names = acl_names(successor)
+    assert names.count("before") == 1 and names.count("after") == 1 and names.count("unknown-outcome") <= 1
