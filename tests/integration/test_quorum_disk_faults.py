@@ -112,7 +112,7 @@ def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum:
         create_acl(leader, "unknown-outcome")
     assert leader.wait_exit(60.0) == 1
     log = leader.log_text()
-    assert "fatal: this voter's metadata log fsync failed" in log and "injected by the test" in log, leader.log_tail()
+    assert "fatal: this voter could not write or fsync its metadata log" in log and "injected by the test" in log, leader.log_tail()
     successor = cluster.wait_for_leader(60.0, other_than=leader)
     assert int(quorum_partition(successor.address).leader_epoch) > epoch
     wait_for(lambda: acked(successor, "after"), 60.0, "a write committed by the new leader")

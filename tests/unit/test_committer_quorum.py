@@ -177,3 +177,31 @@ def test_a_failed_fsync_fails_the_waiting_write_and_reports_the_error_once(
         log.close()
 
     asyncio.run(run())
+
+
+def test_a_failed_write_on_a_leader_of_several_voters_reports_the_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A disk that is full (or failing) when the leader appends: the batch is cut back, the request gets the
+    error, and ``on_failure`` stops the voter (server.fatal). One controller would only answer with the error."""
+
+    async def run() -> None:
+        image, log = load(tmp_path, LOGGER)
+        failures: list[BaseException] = []
+        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True,
+                                   on_failure=failures.append)  # fmt: skip
+        committer.activate(2)
+        error = OSError(28, "No space left on device")
+
+        def failing_write(fd: int, data: bytes) -> None:
+            raise error
+
+        monkeypatch.setattr("ksteward.metadata.log.write_all", failing_write)
+        with pytest.raises(OSError, match="No space left"):
+            committer.append([acl("a")])
+        assert failures == [error] and log.next_offset == 0 and committer.latest.offset == -1
+        monkeypatch.undo()
+        await committer.close(snapshot=False)
+        log.close()
+
+    asyncio.run(run())

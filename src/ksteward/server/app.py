@@ -298,7 +298,7 @@ class Server:
             raise StartupError(str(exc)) from None
 
     def _on_log_failure(self, error: BaseException) -> None:
-        halt("this voter's metadata log fsync failed", error)
+        halt("this voter could not write or fsync its metadata log", error)
 
     def _on_leader_appended(self) -> None:
         if self._quorum is not None:

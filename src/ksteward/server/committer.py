@@ -150,7 +150,7 @@ class GroupCommitter:
             delta.replay(record)
         values = [encode_record(r) for r in records]
         now_ms = int(time.time() * 1000)
-        _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=self.epoch)
+        last_offset = self._append_to_log(values, timestamp_ms=now_ms)
         self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
         return self._enqueue(last_offset, records)
 
@@ -169,7 +169,7 @@ class GroupCommitter:
             delta, values = await asyncio.to_thread(_replayed_and_encoded, base, records)
             if self._latest is base:
                 now_ms = int(time.time() * 1000)
-                _, last_offset = self._log.append(values, timestamp_ms=now_ms, leader_epoch=self.epoch)
+                last_offset = self._append_to_log(values, timestamp_ms=now_ms)
                 self._latest = delta.apply(offset=last_offset, epoch=self.epoch, timestamp_ms=now_ms)
                 return await self._enqueue(last_offset, records)
             if self._latest.acls is not base.acls:
@@ -186,8 +186,7 @@ class GroupCommitter:
         if self._quorum:
             self.epoch = epoch if epoch is not None else self.epoch
             key, value = encode_control_record(message)
-            _, last_offset = self._log.append([value], timestamp_ms=int(time.time() * 1000), leader_epoch=self.epoch,
-                                              control=True, keys=[key])  # fmt: skip
+            last_offset = self._append_to_log([value], timestamp_ms=int(time.time() * 1000), control=True, keys=[key])
             future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
             future.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody need await it
             self._pending.append((last_offset, self._latest, [], future))
@@ -200,10 +199,23 @@ class GroupCommitter:
             raise RuntimeError("the metadata log failed; this node no longer accepts writes") from self._failure
         key, value = encode_control_record(message)
         now_ms = int(time.time() * 1000)
-        _, last_offset = self._log.append([value], timestamp_ms=now_ms, leader_epoch=self.epoch, control=True,
-                                          keys=[key])  # fmt: skip
+        last_offset = self._append_to_log([value], timestamp_ms=now_ms, control=True, keys=[key])
         self._latest = MetadataDelta(self._latest).apply(offset=last_offset, epoch=self.epoch)
         return self._enqueue(last_offset, [])
+
+    def _append_to_log(self, values: list[bytes], *, timestamp_ms: int, control: bool = False,
+                       keys: list[bytes | None] | None = None) -> int:  # fmt: skip
+        """Write one batch in this committer's epoch; its last offset. The log cuts a failed write back. With
+        several voters an I/O error also fails every waiting write and calls ``on_failure`` (the voter stops, as
+        after a failed fsync); one controller answers that write with the error and goes on."""
+        try:
+            _, last_offset = self._log.append(values, timestamp_ms=timestamp_ms, leader_epoch=self.epoch,
+                                              control=control, keys=keys)  # fmt: skip
+        except OSError as exc:
+            if self._quorum:
+                self._fail_writes(exc, "write")
+            raise
+        return last_offset
 
     def _enqueue(self, last_offset: int, records: list[Any]) -> asyncio.Future[int]:
         """Publish the batch ending at ``last_offset`` once durable; the future resolves with that offset."""
@@ -336,15 +348,16 @@ class GroupCommitter:
         else:
             self._flushing = False
 
-    def _fail_writes(self, failure: BaseException) -> None:
-        """An fsync failed: fatal for writes, as in Kafka. Every waiting write fails."""
-        log.critical("metadata log fsync failed; refusing further writes: %s", failure)
+    def _fail_writes(self, failure: BaseException, what: str = "fsync") -> None:
+        """An fsync (or, with several voters, a write) failed: fatal for writes, as in Kafka. Every waiting
+        write fails."""
+        log.critical("metadata log %s failed; refusing further writes: %s", what, failure)
         self._failure = failure
         self._flushing = False
         while self._pending:
             _, _, _, fut = self._pending.popleft()
             if not fut.done():
-                fut.set_exception(RuntimeError("metadata log fsync failed"))
+                fut.set_exception(RuntimeError(f"metadata log {what} failed"))
         if self._on_failure is not None:
             self._on_failure(failure)
 
