@@ -11,6 +11,8 @@ left.
   record.
 - A leader whose fsync fails exits too, and the other two elect a leader that commits the next write. The write
   it could not make durable is committed at most once.
+- A voter that cannot write ``quorum-state`` exits before it acts on the transition. Before, it kept the new state
+  in memory, and granted a candidate's retried Vote with no durable record of it.
 """
 
 from __future__ import annotations
@@ -112,9 +114,25 @@ def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum:
         create_acl(leader, "unknown-outcome")
     assert leader.wait_exit(60.0) == 1
     log = leader.log_text()
-    assert "fatal: this voter could not write or fsync its metadata log" in log and "injected by the test" in log, leader.log_tail()
+    fatal = "fatal: this voter could not write or fsync its metadata log"
+    assert fatal in log and "injected by the test" in log, leader.log_tail()
     successor = cluster.wait_for_leader(60.0, other_than=leader)
     assert int(quorum_partition(successor.address).leader_epoch) > epoch
     wait_for(lambda: acked(successor, "after"), 60.0, "a write committed by the new leader")
     names = acl_names(successor)
     assert names.count("before") == 1 and names.count("after") == 1 and names.count("unknown-outcome") <= 1
+
+
+def test_a_voter_that_cannot_write_quorum_state_stops_before_it_runs(quorum: tuple[Cluster, Path]) -> None:
+    """Every transition but the one into Resigned is written to ``quorum-state`` before the voter acts on it. With
+    its leader gone and its fsync failing, a follower's first transition (to Prospective, before any pre-vote)
+    cannot be made durable: it stops there."""
+    cluster, faults = quorum
+    leader = cluster.wait_for_leader()
+    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
+    follower = next(node for node in cluster.controllers if node is not leader)
+    fail_fsync(faults, follower)
+    leader.kill()
+    assert follower.wait_exit(60.0) == 1
+    log = follower.log_text()
+    assert "fatal: this voter could not write its quorum-state file (PersistElectionState)" in log, follower.log_tail()

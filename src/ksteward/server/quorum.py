@@ -303,20 +303,23 @@ class QuorumDriver:
             asyncio.get_running_loop().call_soon(self._settle)
 
     def _store(self, action: VoterAction) -> None:
-        """Carry out a write to this voter's disk. An I/O error, or any refusal of a log whose fsync failed,
-        stops the process (the module docstring); a refused batch (a ``MetadataLogError`` of a working log) is
-        raised to the caller, as before."""
-        try:
-            if isinstance(action, PersistElectionState):
+        """Carry out a write to this voter's disk. A failed ``quorum-state`` write, an I/O error, or any refusal of
+        a log whose fsync failed stops the process (the module docstring); a refused batch (a
+        ``MetadataLogError`` of a working log) is raised to the caller, as before."""
+        if isinstance(action, PersistElectionState):
+            try:
                 write_quorum_state(self._state_path, action.state)
-            elif isinstance(action, FlushLog):
+            except QuorumStateError as exc:  # the OSError, with the file's name; the transition is never acted on
+                fatal.halt("this voter could not write its quorum-state file (PersistElectionState)", exc)
+            return
+        try:
+            if isinstance(action, FlushLog):
                 self._log.flush()
             elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
                 self._follower_log.apply_one(action)
         except (OSError, MetadataLogError) as exc:
             if isinstance(exc, OSError) or self._log.failed is not None:
-                what = "quorum-state file" if isinstance(action, PersistElectionState) else "metadata log"
-                fatal.halt(f"this voter could not write its {what} ({type(action).__name__})", exc)
+                fatal.halt(f"this voter could not write its metadata log ({type(action).__name__})", exc)
             raise
 
     def _settle(self) -> None:
