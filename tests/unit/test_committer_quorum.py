@@ -15,6 +15,7 @@ from kio.static.primitive import i8
 from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
 from ksteward.metadata.loader import load
+from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import AccessControlEntryRecord
 from ksteward.server.committer import INLINE_FLUSHES_PER_PROBE, SOLO_FLUSHES_BEFORE_INLINE, GroupCommitter
 
@@ -148,6 +149,15 @@ def test_a_leader_with_one_writer_at_a_time_fsyncs_in_line_and_overlapping_write
     assert burst_fsyncs <= 3 < burst  # overlapping writes went back to sharing fsyncs in the thread
 
 
+def _leader_reporting_failures(tmp_path: Path) -> tuple[MetadataLog, GroupCommitter, list[BaseException]]:
+    """An active quorum-mode committer whose ``on_failure`` records the errors (the server halts there)."""
+    image, log = load(tmp_path, LOGGER)
+    failures: list[BaseException] = []
+    committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True, on_failure=failures.append)
+    committer.activate(2)
+    return log, committer, failures
+
+
 def test_a_failed_fsync_fails_the_waiting_write_and_reports_the_error_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,11 +165,7 @@ def test_a_failed_fsync_fails_the_waiting_write_and_reports_the_error_once(
     refused. With one voter there is no ``on_failure`` and the node stays up, refusing writes."""
 
     async def run() -> None:
-        image, log = load(tmp_path, LOGGER)
-        failures: list[BaseException] = []
-        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True,
-                                   on_failure=failures.append)  # fmt: skip
-        committer.activate(2)
+        log, committer, failures = _leader_reporting_failures(tmp_path)
         error = OSError(5, "Input/output error")
 
         def failing_fsync(fd: int) -> None:
@@ -186,11 +192,7 @@ def test_a_failed_write_on_a_leader_of_several_voters_reports_the_error(
     error, and ``on_failure`` stops the voter (server.fatal). One controller would only answer with the error."""
 
     async def run() -> None:
-        image, log = load(tmp_path, LOGGER)
-        failures: list[BaseException] = []
-        committer = GroupCommitter(log, image, epoch=1, snapshot_bytes=1 << 30, quorum=True,
-                                   on_failure=failures.append)  # fmt: skip
-        committer.activate(2)
+        log, committer, failures = _leader_reporting_failures(tmp_path)
         error = OSError(28, "No space left on device")
 
         def failing_write(fd: int, data: bytes) -> None:
