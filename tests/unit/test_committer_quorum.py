@@ -189,7 +189,7 @@ def test_a_failed_write_on_a_leader_of_several_voters_reports_the_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A disk that is full (or failing) when the leader appends: the batch is cut back, the request gets the
-    error, and ``on_failure`` stops the voter (server.fatal). One controller would only answer with the error."""
+    error, and ``on_failure`` stops the voter (server.fatal). One controller would fail only that write."""
 
     async def run() -> None:
         log, committer, failures = _leader_reporting_failures(tmp_path)

@@ -207,7 +207,7 @@ class GroupCommitter:
                        keys: list[bytes | None] | None = None) -> int:  # fmt: skip
         """Write one batch in this committer's epoch; its last offset. The log cuts a failed write back. With
         several voters an I/O error also fails every waiting write and calls ``on_failure`` (the voter stops, as
-        after a failed fsync); one controller answers that write with the error and goes on."""
+        after a failed fsync); one controller fails only that write and goes on."""
         try:
             _, last_offset = self._log.append(values, timestamp_ms=timestamp_ms, leader_epoch=self.epoch,
                                               control=control, keys=keys)  # fmt: skip
