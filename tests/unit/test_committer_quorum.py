@@ -161,8 +161,8 @@ def _leader_reporting_failures(tmp_path: Path) -> tuple[MetadataLog, GroupCommit
 def test_a_failed_fsync_fails_the_waiting_write_and_reports_the_error_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The leader of several voters: the server halts on ``on_failure`` (server.fatal); every write after it is
-    refused. With one voter there is no ``on_failure`` and the node stays up, refusing writes."""
+    """The leader of several voters (one voter alike): the server halts on ``on_failure`` (server.fatal); every
+    write after it is refused."""
 
     async def run() -> None:
         log, committer, failures = _leader_reporting_failures(tmp_path)

@@ -214,9 +214,8 @@ class Server:
             quorum=self._several_voters,
             on_durable=self._on_leader_durable,
             on_append=self._on_leader_appended,
-            # A voter of several stops at once when its fsync fails, as Kafka's does (server.fatal); one controller
-            # keeps serving reads and refuses writes.
-            on_failure=self._on_log_failure if self._several_voters else None,
+            # A controller stops at once when its fsync fails, as Kafka's does (server.fatal).
+            on_failure=self._on_log_failure,
         )
         # What fetchers are told the leader's address is: KIP-853's advertised controller listener, else the
         # listener itself (Kafka's KafkaConfig.effectiveAdvertisedControllerListeners).
@@ -298,7 +297,7 @@ class Server:
             raise StartupError(str(exc)) from None
 
     def _on_log_failure(self, error: BaseException) -> None:
-        halt("this voter could not write or fsync its metadata log", error)
+        halt("this controller could not write or fsync its metadata log", error)
 
     def _on_leader_appended(self) -> None:
         if self._quorum is not None:

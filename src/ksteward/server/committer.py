@@ -92,7 +92,8 @@ class GroupCommitter:
         on_failure: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._log = metadata_log
-        #: Called once an fsync failed and every waiting write was failed (a voter of several stops: server.fatal).
+        #: Called once an fsync (with several voters, also a write) failed and every waiting write was failed: the
+        #: server stops there (server.fatal).
         self._on_failure = on_failure
         self._quorum = quorum
         self._on_durable = on_durable
@@ -231,7 +232,11 @@ class GroupCommitter:
         if not self._group_commit:
             # The baseline group commit is measured against: every batch pays its own fsync, in
             # line, before the next one can be written.
-            self._flush_one()
+            try:
+                self._flush_one()
+            except BaseException as exc:
+                self._fail_writes(exc)
+                raise
             self._answer_when_published(self._publish(self._latest, records), future, last_offset)
             self._maybe_snapshot()
             return future
@@ -254,9 +259,8 @@ class GroupCommitter:
         try:
             self._flush_one()
         except BaseException as exc:
-            log.critical("metadata log fsync failed; refusing further writes: %s", exc)
-            self._failure = exc
             future.set_exception(RuntimeError("metadata log fsync failed"))
+            self._fail_writes(exc)
             return
         self._answer_when_published(self._publish(self._latest, records), future, last_offset)
         self._maybe_snapshot()

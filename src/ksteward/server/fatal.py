@@ -2,7 +2,8 @@
 
 A voter of a controller quorum whose metadata log or ``quorum-state`` file fails to write or fsync cannot keep
 voting. Its next Fetch would report an offset that is not durable, which the leader counts toward the high
-watermark. A leader that keeps leading cannot write, and no other voter takes over. In Kafka every exception in
+watermark. A leader that keeps leading cannot write, and no other voter takes over. A single controller whose
+fsync failed can never write again either. In Kafka every exception in
 the Raft IO thread goes to the raft manager's fatal fault handler (``KafkaRaftClientDriver``,
 ``SharedServer.raftManagerFaultHandler``), which logs it and halts the JVM. ``halt`` does the same here: a
 CRITICAL line with the reason, the log handlers flushed, and ``os._exit(1)``. No shutdown code runs, and nothing

@@ -1,4 +1,4 @@
-"""Test-only disk fault for ``ksteward serve`` subprocesses (tests/integration/test_quorum_disk_faults.py).
+"""Test-only disk fault for ``ksteward serve`` subprocesses (tests/integration/test_disk_faults.py).
 
 A server started with this directory on ``PYTHONPATH`` and ``KSTEWARD_TEST_FSYNC_FAULT_DIR`` set imports this
 module at start-up (Python's ``site``). From then on, once a file named after the process id exists in that

@@ -1,5 +1,5 @@
-"""A voter of a controller quorum whose disk fails stops at once, as Kafka's does (docs/raft.md, "A voter whose
-disk fails"; Kafka's raft manager sends every error of its Raft IO thread to a fatal fault handler).
+"""A controller whose disk fails stops at once, as Kafka's does (docs/raft.md, "A voter whose disk fails"; Kafka's
+raft manager sends every error of its Raft IO thread to a fatal fault handler).
 
 Three controller-only voters, no broker, no NoOpRecord writer: only the test appends. Every voter runs with
 ``fsync_fault/sitecustomize.py``, which makes ``os.fsync`` fail with EIO in one process once the test creates a
@@ -13,6 +13,7 @@ left.
   it could not make durable is committed at most once.
 - A voter that cannot write ``quorum-state`` exits before it acts on the transition. Before, it kept the new state
   in memory, and granted a candidate's retried Vote with no durable record of it.
+- A single combined node exits too, and starts again with every write it acknowledged.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Cluster, ClusterNode, wait_for
+from harness import Cluster, ClusterNode, KstewardServer, ServerFactory, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import ConnectionClosed, connect, quorum_partition
 
@@ -34,11 +35,17 @@ FATAL_LINE = "fatal: this voter"
 
 
 @pytest.fixture
-def quorum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, Path]]:
-    faults = tmp_path / "faults"
-    faults.mkdir()
+def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where ``fail_fsync`` puts its triggers; every server started after this runs with the fault site."""
+    directory = tmp_path / "faults"
+    directory.mkdir()
     monkeypatch.setenv("PYTHONPATH", str(FAULT_SITE))  # the servers' environment is this one, at spawn
-    monkeypatch.setenv("KSTEWARD_TEST_FSYNC_FAULT_DIR", str(faults))
+    monkeypatch.setenv("KSTEWARD_TEST_FSYNC_FAULT_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def quorum(tmp_path: Path, faults: Path) -> Iterator[tuple[Cluster, Path]]:
     made = Cluster(tmp_path, brokers=0, controllers=3, overrides={"metadata.max.idle.interval.ms": "0"})
     try:
         yield made.start(), faults
@@ -46,7 +53,7 @@ def quorum(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cl
         made.kill()
 
 
-def create_acl(node: ClusterNode, name: str) -> Any:
+def create_acl(node: KstewardServer, name: str) -> Any:
     """CreateAcls v3 of one binding straight to ``node``'s controller listener (KIP-919); the answer's body."""
     creation = {"resource_type": 2, "resource_name": name, "resource_pattern_type": 3, "principal": "User:alice",
                 "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
@@ -54,7 +61,7 @@ def create_acl(node: ClusterNode, name: str) -> Any:
         return conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
 
 
-def acked(node: ClusterNode, name: str) -> bool:
+def acked(node: KstewardServer, name: str) -> bool:
     return [int(r.error_code) for r in create_acl(node, name).results] == [ErrorCode.none]
 
 
@@ -72,7 +79,7 @@ def voter_ends(node: ClusterNode) -> dict[int, int]:
     return {int(v.replica_id): int(v.log_end_offset) for v in quorum_partition(node.address).current_voters}
 
 
-def acl_names(node: ClusterNode) -> list[str]:
+def acl_names(node: KstewardServer) -> list[str]:
     filters = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
                "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
     with connect(node.address, timeout=60.0) as conn:
@@ -80,7 +87,7 @@ def acl_names(node: ClusterNode) -> list[str]:
     return [str(r.resource_name) for r in body.resources]
 
 
-def fail_fsync(faults: Path, node: ClusterNode) -> None:
+def fail_fsync(faults: Path, node: KstewardServer) -> None:
     assert node.proc is not None
     (faults / str(node.proc.pid)).touch()
 
@@ -114,7 +121,7 @@ def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum:
         create_acl(leader, "unknown-outcome")
     assert leader.wait_exit(60.0) == 1
     log = leader.log_text()
-    fatal = "fatal: this voter could not write or fsync its metadata log"
+    fatal = "fatal: this controller could not write or fsync its metadata log"
     assert fatal in log and "injected by the test" in log, leader.log_tail()
     successor = cluster.wait_for_leader(60.0, other_than=leader)
     assert int(quorum_partition(successor.address).leader_epoch) > epoch
@@ -136,3 +143,23 @@ def test_a_voter_that_cannot_write_quorum_state_stops_before_it_runs(quorum: tup
     assert follower.wait_exit(60.0) == 1
     log = follower.log_text()
     assert "fatal: this voter could not write its quorum-state file (PersistElectionState)" in log, follower.log_tail()
+
+
+def test_a_single_controller_whose_fsync_fails_stops_and_restarts_with_its_writes(
+    server_factory: ServerFactory, faults: Path
+) -> None:
+    authorizer = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                  "super.users": "User:ANONYMOUS"}  # fmt: skip
+    server = server_factory(overrides=authorizer).start()
+    assert acked(server, "before")
+    fail_fsync(faults, server)
+    with contextlib.suppress(ConnectionClosed):  # its outcome is open: the node stops in the middle of it
+        create_acl(server, "unknown-outcome")
+    assert server.wait_exit(60.0) == 1
+    log = server.log_text()
+    fatal = "fatal: this controller could not write or fsync its metadata log"
+    assert fatal in log and "injected by the test" in log, server.log_tail()
+    server.start()  # a new pid: its fsyncs work
+    names = acl_names(server)
+    assert names.count("before") == 1 and names.count("unknown-outcome") <= 1
+    assert acked(server, "after")
