@@ -283,10 +283,11 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     finally:
         await reap(single, *controllers)
     rows: list[dict[str, Any]] = []
+    one_p50 = percentiles(samples["1 voter"])["p50"]
     for kind, values in samples.items():
         stats = percentiles(values)
         rows.append({"voters": kind, "commits": len(values), "p50_ms": stats["p50"], "p99_ms": stats["p99"],
-                     "vs_1_voter": round(stats["p50"] / percentiles(samples["1 voter"])["p50"], 2),
+                     "vs_1_voter": round(stats["p50"] / one_p50, 2),
                      "cpu_ms_per_commit": round(cpu_s[kind] * 1000 / len(values), 3),
                      "leader_cpu_ms_per_commit": round(leader_cpu_s[kind] * 1000 / len(values), 3)})  # fmt: skip
     ratio = rows[0]["p50_ms"] / rows[1]["p50_ms"]

@@ -3,12 +3,13 @@
 A voter of a controller quorum whose metadata log or ``quorum-state`` file fails to write or fsync cannot keep
 voting. Its next Fetch would report an offset that is not durable, which the leader counts toward the high
 watermark. A leader that keeps leading cannot write, and no other voter takes over. A single controller whose
-fsync failed can never write again either. In Kafka every exception in
-the Raft IO thread goes to the raft manager's fatal fault handler (``KafkaRaftClientDriver``,
-``SharedServer.raftManagerFaultHandler``), which logs it and halts the JVM. ``halt`` does the same here: a
-CRITICAL line with the reason, the log handlers flushed, and ``os._exit(1)``. No shutdown code runs, and nothing
-more is written to a disk that just failed. The data directory's lock goes with the process, and the other
-voters elect a leader without this one (docs/raft.md, "A voter whose disk fails").
+fsync failed can never write again either.
+
+In Kafka every exception in the Raft IO thread goes to the raft manager's fatal fault handler
+(``KafkaRaftClientDriver``, ``SharedServer.raftManagerFaultHandler``), which logs it and halts the JVM. ``halt``
+does the same here: a CRITICAL line with the reason, the log handlers flushed, and ``os._exit(1)``. No shutdown
+code runs, and nothing more is written to a disk that just failed. The data directory's lock goes with the
+process, and the other voters elect a leader without this one (docs/raft.md, "A voter whose disk fails").
 """
 
 from __future__ import annotations
