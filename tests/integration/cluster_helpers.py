@@ -1,11 +1,13 @@
 """What the cluster tests (issue 14) read from a running node: the brokers it lists, its ACLs, topics and
-configs. Shared by test_cluster.py and test_cluster_faults.py; the ``cluster`` fixture is in conftest.py."""
+configs, and a quorum leader's committed log end. Shared by the cluster, quorum and disk-fault tests; the
+``cluster`` fixture is in conftest.py."""
 
 from __future__ import annotations
 
 from clients import Auth, confluent_admin
-from harness import ClusterNode
-from rawkafka import connect, metadata_body
+from harness import ClusterNode, KstewardServer
+from kio.schema.errors import ErrorCode
+from rawkafka import connect, metadata_body, quorum_partition
 
 from ksteward.protocol.apis import ApiKey
 
@@ -26,7 +28,7 @@ def metadata_brokers(node: ClusterNode) -> set[int]:
     return {int(b.node_id) for b in body.brokers}
 
 
-def acl_names(node: ClusterNode) -> set[str]:
+def acl_names(node: KstewardServer) -> set[str]:
     """The names of the TOPIC ACLs the node's DescribeAcls returns."""
     with connect(node.address) as conn:
         body = conn.request(ApiKey.DESCRIBE_ACLS, 3, ANY_TOPIC_ACL).body
@@ -34,12 +36,27 @@ def acl_names(node: ClusterNode) -> set[str]:
     return {r.resource_name for r in body.resources}
 
 
-def create_topic_acl(node: ClusterNode, topic: str) -> None:
+def topic_acl_errors(node: KstewardServer, topic: str) -> list[int]:
+    """CreateAcls v3 of one ALLOW ALTER binding for User:alice on ``topic``; the result's error codes."""
     creation = {"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3, "principal": "User:alice",
                 "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
     with connect(node.address) as conn:
         body = conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
-    assert [int(r.error_code) for r in body.results] == [0], body
+    return [int(r.error_code) for r in body.results]
+
+
+def create_topic_acl(node: ClusterNode, topic: str) -> None:
+    errors = topic_acl_errors(node, topic)
+    assert errors == [0], errors
+
+
+def caught_up(node: ClusterNode) -> tuple[int, int] | None:
+    """(epoch, log end offset) of the leader once its whole log is committed, else None."""
+    partition = quorum_partition(node.address)
+    if partition.error_code != ErrorCode.none:
+        return None
+    end = int(partition.current_voters[0].log_end_offset)  # the leader comes first
+    return (int(partition.leader_epoch), end) if int(partition.high_watermark) == end else None
 
 
 def topic_partitions(node: ClusterNode) -> dict[str, int]:

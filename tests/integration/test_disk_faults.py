@@ -21,14 +21,11 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from cluster_helpers import acl_names, caught_up, topic_acl_errors
 from harness import Cluster, ClusterNode, KstewardServer, ServerFactory, wait_for
-from kio.schema.errors import ErrorCode
-from rawkafka import ConnectionClosed, connect, quorum_partition
-
-from ksteward.protocol.apis import ApiKey
+from rawkafka import ConnectionClosed, quorum_partition
 
 FAULT_SITE = Path(__file__).parent / "fsync_fault"
 FATAL_LINE = "fatal: this voter"
@@ -53,38 +50,9 @@ def quorum(tmp_path: Path, faults: Path) -> Iterator[tuple[Cluster, Path]]:
         made.kill()
 
 
-def create_acl(node: KstewardServer, name: str) -> Any:
-    """CreateAcls v3 of one binding straight to ``node``'s controller listener (KIP-919); the answer's body."""
-    creation = {"resource_type": 2, "resource_name": name, "resource_pattern_type": 3, "principal": "User:alice",
-                "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
-    with connect(node.address, timeout=60.0) as conn:
-        return conn.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]}).body
-
-
-def acked(node: KstewardServer, name: str) -> bool:
-    return [int(r.error_code) for r in create_acl(node, name).results] == [ErrorCode.none]
-
-
-def committed_end(node: ClusterNode) -> int | None:
-    """The leader's log end offset once a majority has all of it (nothing in flight), else None."""
-    partition = quorum_partition(node.address)
-    if partition.error_code != ErrorCode.none:
-        return None
-    end = int(partition.current_voters[0].log_end_offset)  # the leader comes first
-    return end if int(partition.high_watermark) == end else None
-
-
 def voter_ends(node: ClusterNode) -> dict[int, int]:
     """Each voter's log end offset as the leader ``node`` last heard it."""
     return {int(v.replica_id): int(v.log_end_offset) for v in quorum_partition(node.address).current_voters}
-
-
-def acl_names(node: KstewardServer) -> list[str]:
-    filters = {"resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
-               "principal_filter": None, "host_filter": None, "operation": 1, "permission_type": 1}  # fmt: skip
-    with connect(node.address, timeout=60.0) as conn:
-        body = conn.request(ApiKey.DESCRIBE_ACLS, 3, filters).body
-    return [str(r.resource_name) for r in body.resources]
 
 
 def fail_fsync(faults: Path, node: KstewardServer) -> None:
@@ -95,39 +63,40 @@ def fail_fsync(faults: Path, node: KstewardServer) -> None:
 def test_a_follower_whose_fsync_fails_stops_without_reporting_the_record(quorum: tuple[Cluster, Path]) -> None:
     cluster, faults = quorum
     leader = cluster.wait_for_leader()
-    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
-    end = wait_for(lambda: committed_end(leader), 30.0, "every voter caught up")
-    assert isinstance(end, int)
+    wait_for(lambda: topic_acl_errors(leader, "before") == [0], 60.0, "a first write committed")
+    found = wait_for(lambda: caught_up(leader), 30.0, "every voter caught up")
+    assert isinstance(found, tuple)
+    _, end = found
     follower = next(node for node in cluster.controllers if node is not leader)
     fail_fsync(faults, follower)
     # Committed by the leader and the other follower; the failing one appends it, and its fsync fails.
-    assert acked(leader, "lost-on-one-disk")
+    assert topic_acl_errors(leader, "lost-on-one-disk") == [0]
     assert follower.wait_exit(60.0) == 1
     log = follower.log_text()
     assert FATAL_LINE in log and "FlushLog" in log and "injected by the test" in log, follower.log_tail()
     # It never fetched past the record it could not make durable: the leader did not count it.
     assert voter_ends(leader)[follower.cluster_node_id] <= end
-    assert acked(leader, "after")
-    assert sorted(acl_names(leader)) == ["after", "before", "lost-on-one-disk"]
+    assert topic_acl_errors(leader, "after") == [0]
+    assert acl_names(leader) == {"after", "before", "lost-on-one-disk"}
 
 
 def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum: tuple[Cluster, Path]) -> None:
     cluster, faults = quorum
     leader = cluster.wait_for_leader()
-    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
+    wait_for(lambda: topic_acl_errors(leader, "before") == [0], 60.0, "a first write committed")
     epoch = int(quorum_partition(leader.address).leader_epoch)
     fail_fsync(faults, leader)
     with contextlib.suppress(ConnectionClosed):  # the leader halts in the middle of this write: its outcome is open
-        create_acl(leader, "unknown-outcome")
+        topic_acl_errors(leader, "unknown-outcome")
     assert leader.wait_exit(60.0) == 1
     log = leader.log_text()
     fatal = "fatal: this controller could not write or fsync its metadata log"
     assert fatal in log and "injected by the test" in log, leader.log_tail()
     successor = cluster.wait_for_leader(60.0, other_than=leader)
     assert int(quorum_partition(successor.address).leader_epoch) > epoch
-    wait_for(lambda: acked(successor, "after"), 60.0, "a write committed by the new leader")
-    names = acl_names(successor)
-    assert names.count("before") == 1 and names.count("after") == 1 and names.count("unknown-outcome") <= 1
+    wait_for(lambda: topic_acl_errors(successor, "after") == [0], 60.0, "a write committed by the new leader")
+    # DescribeAcls lists each resource once: both writes are there, and nothing but them and the open one.
+    assert {"before", "after"} <= acl_names(successor) <= {"before", "after", "unknown-outcome"}
 
 
 def test_a_voter_that_cannot_write_quorum_state_stops_before_it_runs(quorum: tuple[Cluster, Path]) -> None:
@@ -136,7 +105,9 @@ def test_a_voter_that_cannot_write_quorum_state_stops_before_it_runs(quorum: tup
     cannot be made durable: it stops there."""
     cluster, faults = quorum
     leader = cluster.wait_for_leader()
-    wait_for(lambda: acked(leader, "before"), 60.0, "a first write committed")
+    wait_for(lambda: topic_acl_errors(leader, "before") == [0], 60.0, "a first write committed")
+    # Both followers fsynced it (a voter's fetch offset is its flushed end): no append is left to fail first.
+    wait_for(lambda: len(set(voter_ends(leader).values())) == 1, 30.0, "every voter at the leader's log end")
     follower = next(node for node in cluster.controllers if node is not leader)
     fail_fsync(faults, follower)
     leader.kill()
@@ -151,15 +122,14 @@ def test_a_single_controller_whose_fsync_fails_stops_and_restarts_with_its_write
     authorizer = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                   "super.users": "User:ANONYMOUS"}  # fmt: skip
     server = server_factory(overrides=authorizer).start()
-    assert acked(server, "before")
+    assert topic_acl_errors(server, "before") == [0]
     fail_fsync(faults, server)
     with contextlib.suppress(ConnectionClosed):  # its outcome is open: the node stops in the middle of it
-        create_acl(server, "unknown-outcome")
+        topic_acl_errors(server, "unknown-outcome")
     assert server.wait_exit(60.0) == 1
     log = server.log_text()
     fatal = "fatal: this controller could not write or fsync its metadata log"
     assert fatal in log and "injected by the test" in log, server.log_tail()
     server.start()  # a new pid: its fsyncs work
-    names = acl_names(server)
-    assert names.count("before") == 1 and names.count("unknown-outcome") <= 1
-    assert acked(server, "after")
+    assert {"before"} <= acl_names(server) <= {"before", "unknown-outcome"}
+    assert topic_acl_errors(server, "after") == [0]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cluster_helpers import caught_up
 from harness import Cluster, ClusterNode, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import connect, quorum_partition
@@ -32,15 +33,6 @@ def quorum(tmp_path: Path) -> Iterator[Cluster]:
         yield made.start()
     finally:
         made.kill()
-
-
-def caught_up(node: ClusterNode) -> tuple[int, int] | None:
-    """(epoch, log end offset) of the leader once its whole log is committed (the start-up's records), else None."""
-    partition = quorum_partition(node.address)
-    if partition.error_code != ErrorCode.none:
-        return None
-    end = int(partition.current_voters[0].log_end_offset)  # the leader comes first
-    return (int(partition.leader_epoch), end) if int(partition.high_watermark) == end else None
 
 
 def fetch(node: ClusterNode, cluster_id: str, epoch: int, offset: int, max_wait_ms: int) -> Any:
