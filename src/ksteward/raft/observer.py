@@ -27,7 +27,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from ksteward.metadata.batch import scan_batches
+from ksteward.metadata.batch import ScanResult, scan_batches
 from ksteward.metadata.epochs import OffsetAndEpoch
 from ksteward.protocol.apis import ApiKey
 from ksteward.protocol.build import build
@@ -320,8 +320,12 @@ class RaftObserver:
                 if scan.error is not None or scan.torn or scan.next_offset is None:
                     reason = scan.error or "not whole batches"
                     return [*actions, Backoff(f"records from the leader do not follow offset {end}: {reason}")]
-                actions.append(AppendBatches(records, end, scan.next_offset))
-                end = scan.next_offset
+                records, next_offset = _batches_up_to_epoch(records, scan, self.epoch)
+                if not records:
+                    reason = f"records of epoch {scan.leader_epochs[0]}, above this replica's epoch {self.epoch}"
+                    return [*actions, Backoff(f"the leader sent {reason}")]
+                actions.append(AppendBatches(records, end, next_offset))
+                end = next_offset
             if data.high_watermark >= 0:
                 self._update_high_watermark(min(end, int(data.high_watermark)), actions)
         return actions
@@ -425,3 +429,14 @@ class RaftObserver:
         if self.high_watermark != offset:
             self.high_watermark = offset
             actions.append(HighWatermarkUpdated(offset))
+
+
+def _batches_up_to_epoch(records: bytes, scan: ScanResult, epoch: int) -> tuple[bytes, int]:
+    """The whole batches of ``records`` before the first one whose partition leader epoch is above ``epoch``, and
+    the offset after them. A replica appends only batches of its own epoch or an earlier one (KAFKA-18723,
+    Kafka 4.x ``KafkaRaftClient``): a batch of a later epoch cannot come from the leader it fetched from."""
+    for i, batch_epoch in enumerate(scan.leader_epochs):
+        if batch_epoch > epoch:
+            return records[: scan.positions[i]], scan.base_offsets[i]
+    assert scan.next_offset is not None
+    return records, scan.next_offset

@@ -104,6 +104,27 @@ def test_records_that_do_not_follow_the_log_end_are_refused(follower: FollowerLo
     assert isinstance(action, Backoff)
 
 
+def test_batches_of_a_later_epoch_than_the_fetch_are_not_appended(follower: FollowerLog) -> None:
+    # KAFKA-18723: a replica appends only batches of its own epoch or earlier ones; the rest of the answer is
+    # dropped, and the high watermark stops at what was appended.
+    observer = RaftObserver(cluster_id=CLUSTER_ID, epoch=5, leader_id=LEADER_ID)
+    older = encode_batch(0, [b"a", b"b"], timestamp_ms=1, leader_epoch=4)
+    own = encode_batch(2, [b"c"], timestamp_ms=1, leader_epoch=5)
+    later = encode_batch(3, [b"d"], timestamp_ms=1, leader_epoch=6)
+    actions = observer.on_fetch_response(fetch_response(records=older + own + later, hw=4), follower.view)
+    assert actions == [AppendBatches(older + own, 0, 3), HighWatermarkUpdated(3)]
+    follower.apply(actions)
+    assert follower.log.next_offset == 3 and follower.log.last_epoch == 5
+
+
+def test_an_answer_of_only_later_epochs_appends_nothing_and_backs_off(follower: FollowerLog) -> None:
+    observer = RaftObserver(cluster_id=CLUSTER_ID, epoch=5, leader_id=LEADER_ID)
+    later = encode_batch(0, [b"a"], timestamp_ms=1, leader_epoch=6)
+    [action] = observer.on_fetch_response(fetch_response(records=later, hw=1), follower.view)
+    assert isinstance(action, Backoff) and "epoch 6, above this replica's epoch 5" in action.reason
+    assert follower.log.next_offset == 0
+
+
 def test_diverging_epoch_truncates_as_kafka_does(follower: FollowerLog) -> None:
     # E32: 3 records of epoch 3, DivergingEpoch {3, 2}: truncate to 2, then fetch at 2 with last epoch 3.
     for i in range(3):
