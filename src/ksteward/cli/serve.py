@@ -59,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(_ready_lines(config, server.cluster_id), file=sys.stderr, flush=True)
         await server.serve_until_stopped()
+        if server.failure is not None:
+            print(f"ksteward: stopped: {server.failure}", file=sys.stderr)
+            return 1
         return 0
 
     return asyncio.run(main())

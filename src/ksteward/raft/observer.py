@@ -48,6 +48,7 @@ __all__ = [
     "LeaderChanged",
     "RaftFatalError",
     "RaftObserver",
+    "RaftRefusedError",
     "StartSnapshotDownload",
     "TruncateTo",
     "WriteSnapshotChunk",
@@ -59,6 +60,12 @@ DEFAULT_MAX_WAIT_MS = QuorumConfig().fetch_max_wait_ms
 
 class RaftFatalError(Exception):
     """A response that Kafka's Raft client treats as fatal: the follower must stop."""
+
+
+class RaftRefusedError(RaftFatalError):
+    """A peer refused this node's request: CLUSTER_AUTHORIZATION_FAILED (this node's principal lacks
+    CLUSTER_ACTION on the cluster), or INVALID_REQUEST (this node built a request Kafka's checks refuse, a local
+    bug). Unlike the other fatal answers, no request a third party sends can bring one about."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,7 +387,7 @@ class RaftObserver:
         if error == ErrorCode.none:
             return None
         if error == ErrorCode.cluster_authorization_failed:
-            raise RaftFatalError("the controller refused this node: CLUSTER_AUTHORIZATION_FAILED")
+            raise RaftRefusedError("the controller refused this node: CLUSTER_AUTHORIZATION_FAILED")
         return Backoff(f"top-level error {error.name}")
 
     def _common(self, error: ErrorCode, leader_id: int, epoch: int, actions: list[Action]) -> bool | None:
@@ -399,7 +406,7 @@ class RaftObserver:
         if error == ErrorCode.broker_not_available:
             return False
         if error == ErrorCode.invalid_request:
-            raise RaftFatalError("the leader answered INVALID_REQUEST")
+            raise RaftRefusedError("the leader answered INVALID_REQUEST")
         return None
 
     def _maybe_transition(self, leader: int | None, epoch: int, actions: list[Action]) -> None:

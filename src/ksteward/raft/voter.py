@@ -75,7 +75,7 @@ from .election import (
     strict_exponential_backoff_ms,
 )
 from .leader import ParkedFetch
-from .observer import Backoff, HighWatermarkUpdated, LeaderChanged, RaftFatalError
+from .observer import Backoff, HighWatermarkUpdated, LeaderChanged, RaftRefusedError
 from .quorum_state import ElectionState
 from .replica_states import NEVER, REQUEST_VERSIONS, Inflight, VoterState
 from .voter_actions import (
@@ -327,13 +327,13 @@ class RaftVoter(VoterState):
         if error == ErrorCode.broker_not_available:
             return False
         if error == ErrorCode.invalid_request:
-            raise RaftFatalError("a peer answered INVALID_REQUEST to this node's request")
+            raise RaftRefusedError("a peer answered INVALID_REQUEST to this node's request")
         return None
 
     def _on_quorum_response(self, info: Inflight, response: Any, now_ms: int, actions: list[VoterAction]) -> None:
         top = ErrorCode(response.error_code)
         if top == ErrorCode.cluster_authorization_failed:
-            raise RaftFatalError(f"node {info.destination} refused this node: CLUSTER_AUTHORIZATION_FAILED")
+            raise RaftRefusedError(f"node {info.destination} refused this node: CLUSTER_AUTHORIZATION_FAILED")
         if top == ErrorCode.unsupported_version and info.api_key == ApiKey.VOTE:
             if self._kind is StateKind.PROSPECTIVE and info.round == self._round:
                 self._to_candidate(now_ms, actions)  # the quorum cannot pre-vote: a standard election
@@ -371,7 +371,7 @@ class RaftVoter(VoterState):
             self._fetch_inflight = None
         top = ErrorCode(response.error_code)
         if top == ErrorCode.cluster_authorization_failed:
-            raise RaftFatalError("the leader refused this node: CLUSTER_AUTHORIZATION_FAILED")
+            raise RaftRefusedError("the leader refused this node: CLUSTER_AUTHORIZATION_FAILED")
         data = _fetch_partition(info.api_key, response) if top == ErrorCode.none else None
         if data is None:
             self._fetch_retry_at = now_ms + self.config.retry_backoff_ms

@@ -107,6 +107,8 @@ class Server:
         self._listeners: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        #: Why the node stopped by itself (None: asked to, by a signal or the caller); the exit status is then 1.
+        self.failure: str | None = None
         self._decoy_secret = b""
         self._controller: Controller | None = None
         self._authorizer: StandardAuthorizer | None = None
@@ -579,7 +581,10 @@ class Server:
             raise StartupError(f"listener {endpoint}: cannot listen: {exc.strerror or exc}") from None
         self._listeners.append(_Bound(endpoint, server))
 
-    def request_stop(self) -> None:
+    def request_stop(self, failure: str | None = None) -> None:
+        """Stop serving; ``failure`` says why when the node cannot go on (``serve`` then exits with status 1)."""
+        if failure is not None and self.failure is None:
+            self.failure = failure
         self._stopping.set()
 
     def install_signal_handlers(self) -> None:

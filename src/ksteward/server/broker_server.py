@@ -273,7 +273,8 @@ class BrokerServer(Server):
         assert self._follower is not None
         await self._follower.stopped.wait()
         log.error("the metadata log can no longer be followed; shutting down")
-        self.request_stop()
+        failure = self._follower.failure
+        self.request_stop(f"the metadata log can no longer be followed ({type(failure).__name__}: {failure})")
 
     # --- listeners -----------------------------------------------------------------------------
     def _client_api_table(self) -> ApiTable:

@@ -32,7 +32,7 @@ from ksteward.metadata.delta import image_from_records
 from ksteward.metadata.epochs import OffsetAndEpoch
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import replay_batches
-from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.log import MetadataLog, MetadataLogError
 from ksteward.metadata.records import (
     AccessControlEntryRecord,
     MetadataRecord,
@@ -41,7 +41,8 @@ from ksteward.metadata.records import (
 )
 from ksteward.metadata.snapshot_file import read_snapshot
 from ksteward.raft.follower_log import FollowerLog
-from ksteward.raft.observer import Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
+from ksteward.raft.observer import Action, Backoff, InstallSnapshot, LeaderChanged, RaftFatalError, RaftObserver
+from ksteward.server import fatal
 from ksteward.server.acl_publisher import ACL_CHANGES_ON_THE_LOOP, binding_or_none
 from ksteward.server.collector import collector_paused
 from ksteward.server.controller_channel import CALL_ERRORS, Address, Connect, ControllerConnection
@@ -139,10 +140,9 @@ class MetadataFollower:
             while True:
                 if not await self._round():
                     await asyncio.sleep(self._backoff_s)
-        except RaftFatalError as exc:
-            log.error("stopped following the metadata log: %s", exc)
-            self.failure = exc
-        except Exception as exc:  # a log that cannot be written or replayed: stop, the node shuts down
+        except RaftFatalError as exc:  # Kafka's raft manager fault handler halts a broker too
+            fatal.halt("this broker cannot follow the metadata log", exc)
+        except Exception as exc:  # a record that cannot be replayed: stop, the node shuts down (exit status 1)
             log.exception("stopped following the metadata log")
             self.failure = exc
         finally:
@@ -172,11 +172,26 @@ class MetadataFollower:
                 ok = False
             elif isinstance(action, LeaderChanged):
                 log.info("metadata leader is node %s, epoch %d", action.leader_id, action.epoch)
-            else:
-                self.follower_log.apply_one(action)
+            elif self._store(action):
                 installed = installed or isinstance(action, InstallSnapshot)
+            else:
+                ok = False
+                break
         await self._publish(installed)
         return ok
+
+    def _store(self, action: Action) -> bool:
+        """Carry out a write to this broker's copy of the log. An I/O error stops the process at once, as on a
+        voter (``server.quorum``). A batch a working log refuses is dropped with the rest of the answer (False),
+        and the Fetch goes out again after the back-off."""
+        try:
+            self.follower_log.apply_one(action)
+        except (OSError, MetadataLogError) as exc:
+            if isinstance(exc, OSError) or self.follower_log.log.failed is not None:
+                fatal.halt(f"this broker could not write its metadata log ({type(action).__name__})", exc)
+            log.error("the metadata log refused %s: %s", type(action).__name__, exc)
+            return False
+        return True
 
     async def _connection_to_leader(self) -> ControllerConnection:
         address = self.controller_address

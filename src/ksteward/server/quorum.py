@@ -17,7 +17,8 @@ and what depends on it, and a voter's ``FlushLog`` (fsync) is done before the vo
 
 A write to this voter's disk that fails (``quorum-state``, an append, an fsync) stops the process at once
 (``server.fatal.halt``), as Kafka's fatal fault handler does for any error in its Raft IO thread: a voter must not
-vote, fetch or lead past a write it could not make durable (docs/raft.md, "A voter whose disk fails").
+vote, fetch or lead past a write it could not make durable (docs/raft.md, "A voter whose disk fails"). So does a
+peer's refusal of this voter's request (``RaftRefusedError``: CLUSTER_AUTHORIZATION_FAILED, INVALID_REQUEST).
 
 Timers: one ``loop.call_at`` handle calls ``tick`` at ``next_deadline_ms``, moved earlier once a loop turn that
 carried out actions brings the deadline forward (``_settle``, which also logs a state change; as the
@@ -57,6 +58,7 @@ from ksteward.raft.observer import (
     HighWatermarkUpdated,
     InstallSnapshot,
     LeaderChanged,
+    RaftRefusedError,
     StartSnapshotDownload,
     TruncateTo,
     WriteSnapshotChunk,
@@ -364,6 +366,8 @@ class QuorumDriver:
                     next_action = self._on_fetch_answer(action.request_id, response)
                 else:
                     self._perform(self.voter.handle_response(action.request_id, response, _now_ms()))
+            except RaftRefusedError as exc:  # this node cannot take part, and retrying changes nothing
+                fatal.halt(f"a peer refused this voter's {ApiKey(action.api_key).name} request", exc)
             except Exception:
                 log.exception("raft: handling the answer to %s failed", ApiKey(action.api_key).name)
 
