@@ -14,6 +14,7 @@ left.
 - A voter that cannot write ``quorum-state`` exits before it acts on the transition. Before, it kept the new state
   in memory, and granted a candidate's retried Vote with no durable record of it.
 - A single combined node exits too, and starts again with every write it acknowledged.
+- A broker whose write to its copy of the metadata log fails exits too (the fault site fails `os.write` as well).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster_helpers import acl_names, caught_up, topic_acl_errors
+from cluster_helpers import acl_names, caught_up, create_topic_acl, topic_acl_errors
 from harness import Cluster, ClusterNode, KstewardServer, ServerFactory, wait_for
 from rawkafka import ConnectionClosed, quorum_partition
 
@@ -133,3 +134,23 @@ def test_a_single_controller_whose_fsync_fails_stops_and_restarts_with_its_write
     server.start()  # a new pid: its fsyncs work
     assert {"before"} <= acl_names(server) <= {"before", "unknown-outcome"}
     assert topic_acl_errors(server, "after") == [0]
+
+
+def test_a_broker_whose_metadata_log_write_fails_stops(tmp_path: Path, faults: Path) -> None:
+    """A broker never fsyncs its copy of the metadata log (an observer counts toward no majority), but it writes
+    it: a failed write stops it as a voter's does. The controller goes on."""
+    cluster = Cluster(tmp_path, brokers=1).start()
+    controller, broker = cluster.controller, cluster.brokers[0]
+    try:
+        create_topic_acl(broker, "before")  # forwarded, then fetched into the broker's log and image
+        wait_for(lambda: "before" in acl_names(broker), 30.0, "the broker's image holding the first ACL")
+        assert broker.proc is not None
+        (faults / str(broker.proc.pid)).write_text("write")
+        create_topic_acl(controller, "after")  # the controller's own log is not touched by the fault
+        assert broker.wait_exit(60.0) == 1
+        log = broker.log_text()
+        assert "fatal: this broker could not write its metadata log (AppendBatches)" in log, broker.log_tail()
+        assert "injected by the test" in log, broker.log_tail()
+        assert controller.running and acl_names(controller) == {"after", "before"}
+    finally:
+        cluster.kill()
