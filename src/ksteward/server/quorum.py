@@ -296,7 +296,7 @@ class QuorumDriver:
                 self._role.renounce(action.reason)
                 self._notify_progress()
             elif isinstance(action, HighWatermarkUpdated):
-                self._role.on_high_watermark(action.offset)
+                self._commit(action.offset)
                 self._notify_progress()
             elif isinstance(action, LeaderChanged):
                 pass  # logged by ``_settle``, with the state it leads to
@@ -405,12 +405,18 @@ class QuorumDriver:
 
     def _apply_deferred(self) -> None:
         action, self._deferred_hw = self._deferred_hw, None
-        if action is None:
-            return
-        try:
+        if action is not None:
             self._perform([action])
-        except Exception:
-            log.exception("raft: applying the records up to offset %d failed", action.offset)
+
+    def _commit(self, high_watermark: int) -> None:
+        """The controller takes the records below ``high_watermark``: replayed into a standby's image, or answered
+        on the leader. A failure there stops the process: Kafka's controller fault handler is fatal
+        (``SharedServer.fatalQuorumControllerFaultHandler``, and ``metadataLoaderFaultHandler`` on a controller),
+        as an image that lacks a committed record must not serve reads, nor lead."""
+        try:
+            self._role.on_high_watermark(high_watermark)
+        except Exception as exc:
+            fatal.halt(f"this controller could not apply the records committed below offset {high_watermark}", exc)
 
 
 def build_quorum_driver(
