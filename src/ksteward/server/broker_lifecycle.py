@@ -68,6 +68,7 @@ class BrokerLifecycle:
         self._want_shut_down = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._refused: tuple[str, ErrorCode, int] | None = None  # (what, error, times in a row) being refused
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name="broker-lifecycle")
@@ -131,11 +132,29 @@ class BrokerLifecycle:
             return False
         error = ErrorCode(response.error_code)
         if error is not ErrorCode.none:
-            log.info("broker registration refused with %s; retrying", error.name)
+            self._note_refusal("registration", error)
             return False
+        self._note_refusal("registration", None)
         self.broker_epoch = int(response.broker_epoch)
         log.info("registered broker %d with epoch %d", cfg.node_id, self.broker_epoch)
         return True
+
+    def _note_refusal(self, what: str, error: ErrorCode | None) -> None:
+        """Log a refused registration or heartbeat once, at WARNING (Kafka's ``BrokerLifecycleManager`` warns
+        of each refused heartbeat, but backs off exponentially; this one retries every ``backoff_s``): its
+        repeats at DEBUG, and the first acceptance after refusals at INFO, with their count."""
+        refused = self._refused
+        if error is None:
+            if refused is not None:
+                log.info("broker %s accepted after %d refusals with %s", what, refused[2], refused[1].name)
+                self._refused = None
+            return
+        if refused is not None and refused[:2] == (what, error):
+            self._refused = (what, error, refused[2] + 1)
+            log.debug("broker %s refused with %s again", what, error.name)
+            return
+        self._refused = (what, error, 1)
+        log.warning("broker %s refused with %s; retrying every %.0f ms", what, error.name, self._backoff_s * 1000)
 
     async def _heartbeat(self) -> bool:
         body = {
@@ -151,8 +170,9 @@ class BrokerLifecycle:
             return False
         error = ErrorCode(response.error_code)
         if error is not ErrorCode.none:
-            log.info("broker heartbeat refused with %s", error.name)
+            self._note_refusal("heartbeat", error)
             return False
+        self._note_refusal("heartbeat", None)
         if not response.is_fenced and not self.unfenced.is_set():
             log.info("broker %d is unfenced", self._config.node_id)
             self.unfenced.set()
