@@ -17,9 +17,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-__all__ = ["halt"]
+if TYPE_CHECKING:
+    from ksteward.metadata.log import MetadataLog
+
+__all__ = ["halt", "halt_if_the_disk_failed"]
 
 log = logging.getLogger(__name__)
 
@@ -34,3 +37,11 @@ def halt(reason: str, error: BaseException) -> NoReturn:
         with contextlib.suppress(Exception):  # nothing is left to report it to; the exit matters more
             handler.flush()
     os._exit(HALT_STATUS)
+
+
+def halt_if_the_disk_failed(reason: str, error: Exception, metadata_log: MetadataLog) -> None:
+    """``halt`` when ``error``, raised by a write to ``metadata_log``, came from the disk: an OSError, or any refusal
+    of a log whose fsync failed (``MetadataLog.failed``). A batch a working log refuses (a ``MetadataLogError``) is
+    not a disk failure: this returns, and the caller handles it."""
+    if isinstance(error, OSError) or metadata_log.failed is not None:
+        halt(reason, error)

@@ -187,8 +187,8 @@ class MetadataFollower:
         try:
             self.follower_log.apply_one(action)
         except (OSError, MetadataLogError) as exc:
-            if isinstance(exc, OSError) or self.follower_log.log.failed is not None:
-                fatal.halt(f"this broker could not write its metadata log ({type(action).__name__})", exc)
+            reason = f"this broker could not write its metadata log ({type(action).__name__})"
+            fatal.halt_if_the_disk_failed(reason, exc, self.follower_log.log)
             log.error("the metadata log refused %s: %s", type(action).__name__, exc)
             return False
         return True

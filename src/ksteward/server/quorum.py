@@ -320,8 +320,8 @@ class QuorumDriver:
             elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
                 self._follower_log.apply_one(action)
         except (OSError, MetadataLogError) as exc:
-            if isinstance(exc, OSError) or self._log.failed is not None:
-                fatal.halt(f"this voter could not write its metadata log ({type(action).__name__})", exc)
+            reason = f"this voter could not write its metadata log ({type(action).__name__})"
+            fatal.halt_if_the_disk_failed(reason, exc, self._log)
             raise
 
     def _settle(self) -> None:
