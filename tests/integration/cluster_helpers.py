@@ -37,7 +37,7 @@ def acl_names(node: KstewardServer) -> set[str]:
 
 
 def topic_acl_errors(node: KstewardServer, topic: str) -> list[int]:
-    """CreateAcls v3 of one ALLOW ALTER binding for User:alice on ``topic``; the result's error codes."""
+    """CreateAcls v3 of one ALLOW READ binding for User:alice on ``topic``; the result's error codes."""
     creation = {"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3, "principal": "User:alice",
                 "host": "*", "operation": 3, "permission_type": 3}  # fmt: skip
     with connect(node.address) as conn:

@@ -34,7 +34,7 @@ FATAL_LINE = "fatal: this voter"
 
 @pytest.fixture
 def faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where ``fail_fsync`` puts its triggers; every server started after this runs with the fault site."""
+    """Where ``fail_disk`` puts its triggers; every server started after this runs with the fault site."""
     directory = tmp_path / "faults"
     directory.mkdir()
     monkeypatch.setenv("PYTHONPATH", str(FAULT_SITE))  # the servers' environment is this one, at spawn
@@ -56,9 +56,10 @@ def voter_ends(node: ClusterNode) -> dict[int, int]:
     return {int(v.replica_id): int(v.log_end_offset) for v in quorum_partition(node.address).current_voters}
 
 
-def fail_fsync(faults: Path, node: KstewardServer) -> None:
+def fail_disk(faults: Path, node: KstewardServer, *, writes: bool = False) -> None:
+    """From now on every ``os.fsync`` of ``node``'s process fails with EIO, and every ``os.write`` too if ``writes``."""
     assert node.proc is not None
-    (faults / str(node.proc.pid)).touch()
+    (faults / str(node.proc.pid)).write_text("write" if writes else "")
 
 
 def test_a_follower_whose_fsync_fails_stops_without_reporting_the_record(quorum: tuple[Cluster, Path]) -> None:
@@ -69,7 +70,7 @@ def test_a_follower_whose_fsync_fails_stops_without_reporting_the_record(quorum:
     assert isinstance(found, tuple)
     _, end = found
     follower = next(node for node in cluster.controllers if node is not leader)
-    fail_fsync(faults, follower)
+    fail_disk(faults, follower)
     # Committed by the leader and the other follower; the failing one appends it, and its fsync fails.
     assert topic_acl_errors(leader, "lost-on-one-disk") == [0]
     assert follower.wait_exit(60.0) == 1
@@ -86,7 +87,7 @@ def test_a_leader_whose_fsync_fails_stops_and_the_others_elect_a_new_one(quorum:
     leader = cluster.wait_for_leader()
     wait_for(lambda: topic_acl_errors(leader, "before") == [0], 60.0, "a first write committed")
     epoch = int(quorum_partition(leader.address).leader_epoch)
-    fail_fsync(faults, leader)
+    fail_disk(faults, leader)
     with contextlib.suppress(ConnectionClosed):  # the leader halts in the middle of this write: its outcome is open
         topic_acl_errors(leader, "unknown-outcome")
     assert leader.wait_exit(60.0) == 1
@@ -110,7 +111,7 @@ def test_a_voter_that_cannot_write_quorum_state_stops_before_it_runs(quorum: tup
     # Both followers fsynced it (a voter's fetch offset is its flushed end): no append is left to fail first.
     wait_for(lambda: len(set(voter_ends(leader).values())) == 1, 30.0, "every voter at the leader's log end")
     follower = next(node for node in cluster.controllers if node is not leader)
-    fail_fsync(faults, follower)
+    fail_disk(faults, follower)
     leader.kill()
     assert follower.wait_exit(60.0) == 1
     log = follower.log_text()
@@ -124,7 +125,7 @@ def test_a_single_controller_whose_fsync_fails_stops_and_restarts_with_its_write
                   "super.users": "User:ANONYMOUS"}  # fmt: skip
     server = server_factory(overrides=authorizer).start()
     assert topic_acl_errors(server, "before") == [0]
-    fail_fsync(faults, server)
+    fail_disk(faults, server)
     with contextlib.suppress(ConnectionClosed):  # its outcome is open: the node stops in the middle of it
         topic_acl_errors(server, "unknown-outcome")
     assert server.wait_exit(60.0) == 1
@@ -144,8 +145,7 @@ def test_a_broker_whose_metadata_log_write_fails_stops(tmp_path: Path, faults: P
     try:
         create_topic_acl(broker, "before")  # forwarded, then fetched into the broker's log and image
         wait_for(lambda: "before" in acl_names(broker), 30.0, "the broker's image holding the first ACL")
-        assert broker.proc is not None
-        (faults / str(broker.proc.pid)).write_text("write")
+        fail_disk(faults, broker, writes=True)
         create_topic_acl(controller, "after")  # the controller's own log is not touched by the fault
         assert broker.wait_exit(60.0) == 1
         log = broker.log_text()
