@@ -116,3 +116,50 @@ def test_a_controller_advertises_its_controller_listener_apart_from_the_brokers(
         ("CONTROLLER", "proxy.example", 19093)
     ]
     assert parse_server_config(BASE).read_your_writes_timeout_ms == 30_000
+
+
+CONTROLLER_ONLY = {
+    "process.roles": "controller",
+    "node.id": "1",
+    "listeners": "CONTROLLER://127.0.0.1:9093",
+    "controller.listener.names": "CONTROLLER",
+    "metadata.log.dir": "/tmp/x",
+}
+
+
+BOOTSTRAP = "controller.quorum.bootstrap.servers"
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        # Kafka 4.x's config/kraft/reconfig-server.properties, formatted --standalone: a quorum of one
+        {**BASE, "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093", BOOTSTRAP: "localhost:9093"},
+        {**CONTROLLER_ONLY, BOOTSTRAP: "localhost:9093"},
+        {**CONTROLLER_ONLY, BOOTSTRAP: "127.0.0.1:9093"},
+        {**CONTROLLER_ONLY, "listeners": "CONTROLLER://0.0.0.0:9093", BOOTSTRAP: "ctl1.example:9093"},
+        {**CONTROLLER_ONLY, "advertised.listeners": "CONTROLLER://ctl1.example:9093", BOOTSTRAP: "ctl1.example:9093"},
+        # static voters: the bootstrap servers only help find the leader
+        {**CONTROLLER_ONLY, "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095",
+         BOOTSTRAP: "127.0.0.1:9093,127.0.0.1:9094,127.0.0.1:9095"},
+    ],
+)  # fmt: skip
+def test_a_controller_may_bootstrap_from_its_own_listener_alone(override: dict[str, str]) -> None:
+    assert parse_server_config(override).is_controller
+
+
+@pytest.mark.parametrize(
+    ("bootstrap", "named"),
+    [
+        ("127.0.0.1:9093,127.0.0.1:9094,127.0.0.1:9095", "127.0.0.1:9094, 127.0.0.1:9095"),  # --initial-controllers
+        ("127.0.0.1:9094", "127.0.0.1:9094"),  # --no-initial-controllers: joins through AddRaftVoter
+        ("10.0.0.7:9093", "10.0.0.7:9093"),
+    ],
+)
+def test_a_controller_whose_voters_would_come_from_the_log_is_refused(bootstrap: str, named: str) -> None:
+    """Kafka 4.x takes these voters from the metadata log (KIP-853); ksteward's are static. Before, each such
+    controller started as a quorum of one, with its own cluster id: three controllers, three clusters."""
+    with pytest.raises(ConfigError) as info:
+        parse_server_config({**CONTROLLER_ONLY, BOOTSTRAP: bootstrap})
+    assert str(info.value).startswith(f"controller.quorum.bootstrap.servers names {named} but controller.quorum.voters")
+    assert "KIP-853" in str(info.value) and "id@host:port" in str(info.value)

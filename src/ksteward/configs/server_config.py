@@ -386,11 +386,19 @@ def _check_quorum(
     bootstrap: tuple[tuple[str, int], ...],
     controller_names: list[str],
     listeners: tuple[Endpoint, ...],
+    advertised_controllers: tuple[Endpoint, ...] = (),
 ) -> None:
     """Kafka's ``KafkaConfig.validateValues`` for the quorum keys. A broker-only node must know where the
     controllers are, may not be a voter itself, and must not listen on a controller listener. A node with the
     controller role that lists voters must be one of them. (ksteward's single controller does not require
-    either key: without them it is its own quorum, as before these keys were read.)"""
+    either key: without them it is its own quorum, as before these keys were read.)
+
+    A node with the controller role and ``controller.quorum.bootstrap.servers`` but no voters would, in Kafka
+    4.x, take its voters from the log (KIP-853, ``kraft.version`` 1: ``kafka-storage format
+    --initial-controllers``, or ``--no-initial-controllers`` and AddRaftVoter later). ksteward's voters are
+    static, so only the form of Kafka's ``--standalone`` runs: the one bootstrap server is this node's own
+    controller listener, a quorum of one. Anything else is refused here: each such controller would otherwise
+    lead a log of its own."""
     voter_ids = {v.node_id for v in voters}
     if roles == frozenset({"broker"}):
         if not voters and not bootstrap:
@@ -406,6 +414,33 @@ def _check_quorum(
             raise ConfigError(f"listeners names the controller listener {shared[0]}, but process.roles is broker only")
     elif voters and node_id not in voter_ids:
         raise ConfigError(f"node.id {node_id} must be in controller.quorum.voters when process.roles has controller")
+    elif not voters and bootstrap:
+        own = tuple(e for e in (*listeners, *advertised_controllers) if e.name in controller_names)
+        others = [f"{host}:{port}" for host, port in bootstrap if not _names_listener((host, port), own)]
+        if len(bootstrap) > 1 or others:
+            raise ConfigError(
+                f"controller.quorum.bootstrap.servers names {', '.join(others) or 'several controllers'} but "
+                "controller.quorum.voters is empty: voters taken from the metadata log (KIP-853, kraft.version 1) "
+                "are not supported. List the voters in controller.quorum.voters (id@host:port,...), or name only "
+                "this node's controller listener for a quorum of one"
+            )
+
+
+_ANY_HOST = frozenset({"", "0.0.0.0", "::"})  # a listener bound to every interface
+
+
+def _names_listener(address: tuple[str, int], listeners: tuple[Endpoint, ...]) -> bool:
+    """Whether ``host:port`` reaches one of ``listeners``: the same port, and the same host, a listener bound to
+    every interface, or two loopback names."""
+    host, port = address
+    return any(
+        e.port == port and (e.host in _ANY_HOST or e.host == host or (_loopback(e.host) and _loopback(host)))
+        for e in listeners
+    )
+
+
+def _loopback(host: str) -> bool:
+    return host == "localhost" or host == "::1" or host.startswith("127.")
 
 
 def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
@@ -431,7 +466,7 @@ def parse_server_config(props: Mapping[str, str]) -> ServerConfig:
     authorizer = _authorizer_class_name(props)
     voters = _quorum_voters(props)
     bootstrap = _quorum_bootstrap_servers(props)
-    _check_quorum(roles, node_id, voters, bootstrap, controller_names, listeners)
+    _check_quorum(roles, node_id, voters, bootstrap, controller_names, listeners, advertised_controllers)
     quorum = _quorum_config(props)
     return ServerConfig(
         process_roles=roles,
