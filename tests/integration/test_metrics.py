@@ -268,3 +268,58 @@ def test_a_metrics_port_in_use_stops_the_start(server_factory: ServerFactory) ->
         port = taken.getsockname()[1]
         line = _refusal(server_factory("server", {"metrics.port": str(port)}))
     assert line == f"ksteward: cannot start: metrics.port {port} on 127.0.0.1 is already in use", line
+
+
+def test_the_voters_of_a_quorum_report_their_own_raft_state_and_one_active_controller(tmp_path: object) -> None:
+    """Three controller voters: only the Raft leader says ``leader`` and ``ActiveControllerCount`` 1; the others
+    say ``follower``, name the leader and its epoch, and count 0. Strimzi's KRaft dashboard sums
+    ``activecontrollercount`` over the controllers and alerts when it is not 1: before, every voter reported
+    itself the leader and active. After a SIGKILL of the leader, the two left agree on the new one."""
+    from pathlib import Path
+
+    cluster = Cluster(Path(str(tmp_path)), brokers=0, controllers=3)
+    ports = {node.cluster_node_id: free_port() for node in cluster.controllers}
+    for node in cluster.controllers:
+        node.extra_overrides["metrics.port"] = str(ports[node.cluster_node_id])
+    raft = "kafka_server_raftmetrics_"
+    active = "kafka_controller_kafkacontroller_activecontrollercount"
+
+    def agreed(nodes: list[int]) -> dict[int, Samples] | None:
+        """Each node's samples once one of them is the active leader and the others follow it in its epoch and
+        know a high watermark."""
+        samples = {n: scrape(ports[n]) for n in nodes}
+        leaders = [n for n, s in samples.items() if value(s, raft + "current_state", current_state="leader") == 1]
+        if len(leaders) != 1 or value(samples[leaders[0]], active) != 1:
+            return None
+        epoch = value(samples[leaders[0]], raft + "current_epoch")
+        for n, s in samples.items():
+            if n != leaders[0] and not (
+                value(s, raft + "current_state", current_state="follower") == 1
+                and value(s, raft + "current_leader") == leaders[0]
+                and value(s, raft + "current_epoch") == epoch
+                and value(s, raft + "high_watermark") > 0  # learnt from a Fetch answer of this leader
+            ):
+                return None
+        return samples
+
+    try:
+        cluster.start()
+        leader = cluster.wait_for_leader()
+        samples = wait_for(lambda: agreed(list(ports)), 30, "one leader and two followers in the metrics")
+        assert isinstance(samples, dict)
+        assert sum(value(s, active) for s in samples.values()) == 1
+        lead = samples[leader.cluster_node_id]
+        assert value(lead, raft + "current_leader") == leader.cluster_node_id
+        assert value(lead, raft + "current_vote") == leader.cluster_node_id
+        assert value(lead, raft + "high_watermark") > 0
+        for n, s in samples.items():
+            assert sum(v for (name, _), v in s.items() if name == raft + "current_state") == 1  # one state each
+            if n != leader.cluster_node_id:
+                assert 0 < value(s, raft + "high_watermark") <= value(lead, raft + "log_end_offset")
+        leader.kill()
+        survivors = [n for n in ports if n != leader.cluster_node_id]
+        samples = wait_for(lambda: agreed(survivors), 60, "a new leader in the survivors' metrics")
+        assert isinstance(samples, dict)
+        assert sum(value(s, active) for s in samples.values()) == 1
+    finally:
+        cluster.kill()

@@ -70,7 +70,7 @@ from ksteward.server.metrics.collectors import (
     ImageCollector,
     PolicyCollector,
 )
-from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
+from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView, current_vote, raft_state_name
 from ksteward.server.noop_writer import write_noop_records
 from ksteward.server.offset_waiters import OffsetWaiters
 from ksteward.server.quorum import QuorumDriver, build_quorum_driver
@@ -336,20 +336,38 @@ class Server:
         """The controller's: KafkaController's gauges from the image, the metadata log it leads."""
         assert self._metadata_log is not None and self._committer is not None
         metadata_log, committer = self._metadata_log, self._committer
-        raft = RaftView(
-            state="leader",
-            log_end_offset=lambda: metadata_log.next_offset,
-            high_watermark=lambda: committer.published.offset + 1,
-            epoch=lambda: committer.epoch,
-            leader=lambda: self._config.node_id,
-            snapshot_count=lambda: len(metadata_log.snapshots()),
-        )
+        quorum, node_id = self._quorum, self._config.node_id
+        if quorum is None:  # the one voter: it leads, and publishes only what is durable (committed)
+            raft = RaftView(
+                state=lambda: "leader",
+                log_end_offset=lambda: metadata_log.next_offset,
+                high_watermark=lambda: committer.published.offset + 1,
+                epoch=lambda: committer.epoch,
+                leader=lambda: node_id,
+                snapshot_count=lambda: len(metadata_log.snapshots()),
+                vote=lambda: node_id,
+            )
+            image = ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors)
+        else:  # one voter of several: what its Raft state says (Kafka's KafkaRaftMetrics, QuorumController)
+            voter = quorum.voter
+            raft = RaftView(
+                state=lambda: raft_state_name(voter.kind, voter.voted_id),
+                log_end_offset=lambda: metadata_log.next_offset,
+                high_watermark=lambda: voter.high_watermark,
+                epoch=lambda: voter.epoch,
+                leader=lambda: voter.leader_id,
+                snapshot_count=lambda: len(metadata_log.snapshots()),
+                vote=lambda: current_vote(voter.kind, node_id, voter.voted_id),
+            )
+            # The published image holds only committed records, on the active controller as on a standby.
+            image = ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors,
+                                   active=lambda: quorum.controller_active)  # fmt: skip
         events = ControllerEventCollector()
         assert self._controller is not None
         self._controller.on_event_processed = events.processing_ms.observe
         return [
             events,
-            ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors),
+            image,
             MetadataLogCollector(raft, lambda: committer),
             ControllerMutationCollector(lambda: self._controller.mutation_quotas if self._controller else None),
             PolicyCollector(),

@@ -195,7 +195,7 @@ class BrokerServer(Server):
         channel = self._channel
         observer, follower_log = follower.observer, follower.follower_log
         raft = RaftView(
-            state="observer",
+            state=lambda: "observer",
             log_end_offset=lambda: follower_log.log.next_offset,
             high_watermark=lambda: observer.high_watermark if observer.high_watermark is not None else -1,
             epoch=lambda: observer.epoch,

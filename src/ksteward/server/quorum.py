@@ -76,7 +76,7 @@ from ksteward.raft.voter_actions import (
 from ksteward.server import fatal
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.controller_channel import controller_login
-from ksteward.server.controller_quorum import ControllerQuorumRole
+from ksteward.server.controller_quorum import ControllerQuorumRole, ControllerState
 from ksteward.server.tasks import Wakeups, cancel_and_wait
 from ksteward.server.voter_peers import ELECTION_LANE, FETCH_LANE, VoterPeers
 
@@ -207,6 +207,13 @@ class QuorumDriver:
             await cancel_and_wait(task)
         self._notify_progress()
         await self._peers.close()
+
+    @property
+    def controller_active(self) -> bool:
+        """Whether the controller on this voter is the active one: the Raft leader whose epoch's first record is
+        committed (Kafka's ``QuorumController`` is active from its ``claim``, which ``handleLeaderChange`` calls
+        only then)."""
+        return self._role.state is ControllerState.ACTIVE
 
     # --- events ----------------------------------------------------------------------------------------
     async def handle_request(self, api_key: int, api_version: int, request: Any, listener: str) -> Any:

@@ -170,11 +170,19 @@ class ImageCollector(Collector):
     node: what the applied metadata image holds and how far it is."""
 
     def __init__(
-        self, image: Callable[[], MetadataImage], *, controller: bool, errors: Callable[[], int] = lambda: 0
+        self,
+        image: Callable[[], MetadataImage],
+        *,
+        controller: bool,
+        errors: Callable[[], int] = lambda: 0,
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
         self._image = image
         self._controller = controller
         self._errors = errors  # records this node could not apply (Kafka's MetadataErrorCount)
+        # A controller: whether it is the active one (a single controller always is; in a quorum, the Raft
+        # leader once its epoch's first record is committed, as Kafka's QuorumController.claim sets it).
+        self._active = active
 
     def collect(self) -> Iterator[Metric]:
         image = self._image()
@@ -192,13 +200,13 @@ class ImageCollector(Collector):
         brokers = image.cluster.values()
         fenced = sum(1 for b in brokers if getattr(b, "fenced", False))
         values = {
-            "activecontrollercount": 1,  # the one voter always leads (docs/raft.md)
+            "activecontrollercount": 1 if self._active() else 0,
             "globaltopiccount": len(image.topics),
             "globalpartitioncount": sum(len(t.partitions) for t in topics),
             "activebrokercount": len(image.cluster) - fenced,
             "fencedbrokercount": fenced,
             "lastappliedrecordoffset": image.offset,
-            "lastcommittedrecordoffset": image.offset,  # published only once durable: applied == committed
+            "lastcommittedrecordoffset": image.offset,  # published only once committed: applied == committed
             "lastappliedrecordtimestamp": image.timestamp_ms,
             "lastappliedrecordlagms": lag,
             "metadataerrorcount": self._errors(),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from ksteward.raft.election import StateKind
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.metrics.families import gauge, summary
 from ksteward.server.metrics.histogram import RecentWindow
@@ -17,16 +18,40 @@ from ksteward.server.metrics.histogram import RecentWindow
 _RAFT = "kafka_server_raftmetrics_"
 
 
+def raft_state_name(kind: StateKind, voted_id: int) -> str:
+    """A voter's ``current-state``, as Kafka's ``KafkaRaftMetrics`` names it: leader, prospective (KIP-996),
+    prospective-voted, candidate, voted (Unattached, having voted), follower, unattached (Resigned too, which is
+    none of the others). A broker-only node is an ``observer``."""
+    if kind is StateKind.PROSPECTIVE:
+        return "prospective" if voted_id < 0 else "prospective-voted"
+    if kind is StateKind.UNATTACHED:
+        return "unattached" if voted_id < 0 else "voted"
+    return _STATE_NAMES[kind]
+
+
+_STATE_NAMES = {StateKind.LEADER: "leader", StateKind.CANDIDATE: "candidate", StateKind.FOLLOWER: "follower",
+                StateKind.RESIGNED: "unattached"}  # fmt: skip
+
+
+def current_vote(kind: StateKind, node_id: int, voted_id: int) -> int:
+    """Kafka's ``current-vote``: this node's id while it leads or runs for election, else the voter it voted for
+    in this epoch (-1: none)."""
+    if kind in (StateKind.LEADER, StateKind.CANDIDATE):
+        return node_id
+    return voted_id if kind in (StateKind.UNATTACHED, StateKind.PROSPECTIVE) else -1
+
+
 @dataclass(frozen=True)
 class RaftView:
     """How to read this node's place in the metadata quorum (callables: read at scrape time)."""
 
-    state: str  # "leader" on the controller, "observer" on a broker-only node (Kafka's current-state values)
+    state: Callable[[], str]  # Kafka's current-state values: see raft_state_name
     log_end_offset: Callable[[], int]
     high_watermark: Callable[[], int]
     epoch: Callable[[], int]
     leader: Callable[[], int]
     snapshot_count: Callable[[], int]
+    vote: Callable[[], int] = lambda: -1
 
 
 class MetadataLogCollector(Collector):
@@ -38,12 +63,13 @@ class MetadataLogCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         raft = self._raft
         state = gauge(_RAFT + "current_state", "1 for this node's Raft state", labels=("current_state",))
-        state.add_metric([raft.state], 1)
+        state.add_metric([raft.state()], 1)
         yield state
         yield gauge(_RAFT + "log_end_offset", "The metadata log's end offset", raft.log_end_offset())
         yield gauge(_RAFT + "high_watermark", "The committed (durable, replicated) offset + 1", raft.high_watermark())
         yield gauge(_RAFT + "current_epoch", "The leader epoch", raft.epoch())
         yield gauge(_RAFT + "current_leader", "The leader's node id (-1: unknown)", raft.leader())
+        yield gauge(_RAFT + "current_vote", "The voter this node voted for (-1: none)", raft.vote())
         yield gauge("ksteward_metadata_snapshot_count", "Snapshot files in metadata.log.dir", raft.snapshot_count())
         committer = self._committer()
         if committer is None:
