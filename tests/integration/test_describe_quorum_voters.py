@@ -132,3 +132,81 @@ def test_a_static_quorum_refuses_voter_changes_on_the_leader_and_through_a_broke
                            "-i", "3", "-d", "AAAAAAAAAAAAAAAAAAAACQ")  # fmt: skip
     assert removed.returncode == 1
     assert removed.stderr.strip() == f"ksteward metadata quorum remove-controller: UNSUPPORTED_VERSION: {removing[1]}"
+
+
+def describe_cluster(address: tuple[str, int], api_version: int, endpoint_type: int) -> Any:
+    values: dict[str, Any] = {"include_cluster_authorized_operations": False}
+    if api_version >= 1:
+        values["endpoint_type"] = endpoint_type
+    if api_version >= 2:
+        values["include_fenced_brokers"] = False
+    with connect(address) as conn:
+        return conn.request(ApiKey.DESCRIBE_CLUSTER, api_version, values).body
+
+
+def test_describe_cluster_lists_the_controllers_and_the_active_one_on_each_controller(quorum: Cluster) -> None:
+    """KIP-919's DescribeCluster with EndpointType CONTROLLER (2), which an admin client on
+    ``bootstrap.controllers`` sends (Kafka's ``ControllerApis.handleDescribeCluster``): every voter lists the three
+    controllers at their addresses and names the Raft leader; the other endpoint type is refused with Kafka's
+    error on either kind of listener. Before, a controller answered only BROKER (2 was UNSUPPORTED_ENDPOINT_TYPE)."""
+    controllers = list(quorum.controllers)  # type: ignore[attr-defined]
+    leader = quorum.wait_for_leader()
+    listed = sorted((c.cluster_node_id, "127.0.0.1", c.port) for c in controllers)
+
+    def answers() -> list[Any] | None:
+        bodies = [describe_cluster(c.address, 2, 2) for c in controllers]
+        return bodies if all(int(b.controller_id) == leader.cluster_node_id for b in bodies) else None
+
+    bodies = wait_for(answers, 30.0, "every voter to name the leader in DescribeCluster")
+    assert isinstance(bodies, list)
+    for body in bodies:
+        assert (body.error_code, body.endpoint_type, body.cluster_id) == (ErrorCode.none, 2, quorum.cluster_id)
+        assert sorted((int(b.broker_id), b.host, int(b.port)) for b in body.brokers) == listed
+        assert all(b.rack is None and not b.is_fenced for b in body.brokers)
+    mismatched = describe_cluster(leader.address, 1, 1)
+    assert (mismatched.error_code, mismatched.error_message) == (
+        ErrorCode.mismatched_endpoint_type,
+        "The request was sent to an endpoint of type CONTROLLER, but we wanted an endpoint of type BROKER",
+    )
+    assert describe_cluster(leader.address, 0, 1).error_code == ErrorCode.invalid_request  # v0 means BROKER
+    unknown = describe_cluster(leader.address, 1, 7)
+    assert (unknown.error_code, unknown.error_message) == (ErrorCode.unsupported_endpoint_type,
+                                                           "Unsupported endpoint type 7")  # fmt: skip
+    broker = quorum.brokers[0]
+    refused = describe_cluster(broker.address, 2, 2)
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.mismatched_endpoint_type,
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+    )
+    brokers = describe_cluster(broker.address, 2, 1)
+    assert brokers.error_code == ErrorCode.none
+    assert sorted(int(b.broker_id) for b in brokers.brokers) == sorted(b.cluster_node_id for b in quorum.brokers)
+    assert int(brokers.controller_id) in {b.cluster_node_id for b in quorum.brokers}  # a random live broker
+
+
+def test_the_cli_on_one_follower_finds_the_leader_and_each_controllers_configs(quorum: Cluster) -> None:
+    """Through DescribeCluster (EndpointType CONTROLLER), as Kafka's admin client on ``bootstrap.controllers``:
+    ``metadata quorum --bootstrap-controller`` naming one follower asks the leader, and ``configs`` describes each
+    controller's configs at that controller. Before, the first said no controller that leads answered, and the
+    second failed on DescribeCluster."""
+    leader = quorum.wait_for_leader()
+    follower = next(c for c in quorum.controllers if c is not leader)  # type: ignore[attr-defined]
+    at = f"127.0.0.1:{follower.port}"
+
+    def status() -> str | None:
+        result = ksteward_cli("metadata", "quorum", "--bootstrap-controller", at, "describe", "--status")
+        return result.stdout if result.returncode == 0 else None
+
+    lines = str(wait_for(status, 30.0, "the follower to name the leader")).splitlines()
+    assert lines[1] == f"LeaderId:               {leader.cluster_node_id}"
+    described = ksteward_cli("configs", "--bootstrap-controller", at, "--describe", "--entity-type", "brokers")
+    assert described.returncode == 0, described.stderr
+    assert described.stdout.splitlines() == [
+        *(f"Dynamic configs for broker {c.cluster_node_id} are:" for c in quorum.controllers),  # type: ignore[attr-defined]
+        "Default configs for brokers in the cluster are:",
+    ]
+    other = next(c for c in quorum.controllers if c not in (leader, follower))  # type: ignore[attr-defined]
+    one = ksteward_cli("configs", "--bootstrap-controller", at, "--describe", "--entity-type", "brokers",
+                       "--entity-name", str(other.cluster_node_id), "--all")  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    assert f"  node.id={other.cluster_node_id} " in one.stdout

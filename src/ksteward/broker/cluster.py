@@ -13,6 +13,7 @@ import asyncio
 import random
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -270,25 +271,55 @@ async def handle_metadata(node: Node, ctx: RequestContext, request: Any) -> Any:
     return PreEncoded(frame.joined() if topics.size < JOIN_BELOW_BYTES else frame, codes)
 
 
-async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any) -> Any:
+#: DescribeCluster's ``EndpointType`` (KIP-919; Kafka's ``org.apache.kafka.clients.admin.EndpointType``).
+BROKER_ENDPOINT, CONTROLLER_ENDPOINT = 1, 2
+_ENDPOINT_NAMES = {BROKER_ENDPOINT: "BROKER", CONTROLLER_ENDPOINT: "CONTROLLER"}
+
+
+def describe_cluster_answer(
+    node: Node,
+    ctx: RequestContext,
+    request: Any,
+    expected: int,
+    nodes: Callable[[], list[dict[str, Any]]],
+    controller_id: Callable[[], int],
+) -> Any:
+    """Kafka's ``AuthHelper.computeDescribeClusterResponse``: a listener answers only for its own endpoint type
+    (``expected``: brokers on a client listener, controllers on a controller listener, KIP-919). An unknown type
+    is UNSUPPORTED_ENDPOINT_TYPE and the other type MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0). The
+    controller id is -1 when ``nodes`` does not list it."""
     cls = response_class(ApiKey.DESCRIBE_CLUSTER, ctx.api_version)
-    endpoint_type = getattr(request, "endpoint_type", 1)
-    values: dict[str, Any] = {
+    requested = getattr(request, "endpoint_type", BROKER_ENDPOINT)
+    if requested != expected:
+        if requested in _ENDPOINT_NAMES:
+            error = ErrorCode.mismatched_endpoint_type
+            message = (f"The request was sent to an endpoint of type {_ENDPOINT_NAMES[expected]}, but we wanted an "
+                       f"endpoint of type {_ENDPOINT_NAMES[requested]}")  # fmt: skip
+        else:
+            error, message = ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {requested}"
+        return build(cls, {"error_code": ErrorCode.invalid_request if ctx.api_version == 0 else error,
+                           "error_message": message, "endpoint_type": BROKER_ENDPOINT, "cluster_id": "",
+                           "controller_id": -1, "brokers": [],
+                           "cluster_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})  # fmt: skip
+    listed = nodes()
+    leader = controller_id()
+    return build(cls, {
         "error_code": ErrorCode.none,
         "error_message": None,
-        "endpoint_type": endpoint_type,
+        "endpoint_type": expected,
         "cluster_id": node.cluster_id,
-        "controller_id": random_alive_broker(node.image),
-        "brokers": [],
+        "controller_id": leader if any(n["broker_id"] == leader for n in listed) else -1,
+        "brokers": listed,
         "cluster_authorized_operations": cluster_authorized_operations(
             node, ctx, bool(getattr(request, "include_cluster_authorized_operations", False))
         ),
-    }
-    if endpoint_type != 1:
-        values["error_code"] = ErrorCode.unsupported_endpoint_type
-        values["error_message"] = f"Unsupported endpoint type {endpoint_type}: this listener describes brokers (1)"
-        return build(cls, values)
-    values["brokers"] = _brokers(
-        node.image, ctx.listener, include_fenced=bool(getattr(request, "include_fenced_brokers", False))
-    )
-    return build(cls, values)
+    })  # fmt: skip
+
+
+async def handle_describe_cluster(node: Node, ctx: RequestContext, request: Any) -> Any:
+    """A client listener's DescribeCluster (Kafka's ``KafkaApis.handleDescribeCluster``): the unfenced brokers
+    (the fenced too at v2 when asked), with a random unfenced broker as the controller."""
+    fenced = bool(getattr(request, "include_fenced_brokers", False))
+    return describe_cluster_answer(node, ctx, request, BROKER_ENDPOINT,
+                                   lambda: _brokers(node.image, ctx.listener, include_fenced=fenced),
+                                   lambda: random_alive_broker(node.image))  # fmt: skip

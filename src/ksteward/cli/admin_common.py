@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from kio.schema.errors import ErrorCode
 
 from ksteward.configs.properties import load_properties
+from ksteward.protocol.apis import ApiKey
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -186,12 +187,35 @@ def ksteward_admin(conn: Connection, *, timeout: float = 30.0) -> Any:
 
 
 def quorum_addresses(conn: Connection) -> list[str]:
-    """Where a request for the KRaft leader goes, one address after the other: each controller listed with
-    ``--bootstrap-controller`` (only the leader answers, the others say NOT_LEADER_OR_FOLLOWER), else the
-    brokers as one bootstrap list (a broker forwards to the active controller)."""
+    """Where a request for the KRaft leader goes, one address after the other. With ``--bootstrap-controller``:
+    the active controller first, as the first listed controller that answers DescribeCluster with EndpointType
+    CONTROLLER names it (KIP-919; Kafka's admin client sends leader-only requests there), then each controller
+    listed (only the leader answers, the others say NOT_LEADER_OR_FOLLOWER). Otherwise the brokers as one
+    bootstrap list (a broker forwards to the active controller)."""
     if not conn.to_controller:
         return [conn.bootstrap]
-    return [a.strip() for a in conn.bootstrap.split(",") if a.strip()]
+    listed = [a.strip() for a in conn.bootstrap.split(",") if a.strip()]
+    active = _active_controller(conn, listed)
+    return list(dict.fromkeys([active, *listed] if active else listed))
+
+
+def _active_controller(conn: Connection, listed: list[str]) -> str | None:
+    """``host:port`` of the active controller, as the first of ``listed`` that answers DescribeCluster says;
+    None when none answers or none knows it."""
+    from ksteward.cli.admin_client import AdminError
+
+    for address in listed:
+        try:
+            with ksteward_admin(Connection(address, True, conn.properties), timeout=10.0) as admin:
+                body = admin.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
+                                                               "endpoint_type": 2}, max_version=1)  # fmt: skip
+        except (CommandError, AdminError, OSError):
+            continue
+        if body.error_code != ErrorCode.none:
+            continue
+        active = next((b for b in body.brokers if int(b.broker_id) == int(body.controller_id)), None)
+        return None if active is None else f"{active.host}:{active.port}"
+    return None
 
 
 def no_leader_answered(refused: Iterable[str]) -> CommandError:

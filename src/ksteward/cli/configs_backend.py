@@ -148,7 +148,14 @@ def _wire_entry(c: Any) -> Entry:
 def _wire(conn: Connection, entity_type: str, name: str) -> Any:
     """ksteward's client, connected where the request must go: a broker's or broker logger's own configs are
     answered by that broker only (Kafka's admin client routes them the same way), so connect to it."""
-    if entity_type in (BROKERS, BROKER_LOGGERS) and name != "" and not conn.to_controller:
+    if entity_type in (BROKERS, BROKER_LOGGERS) and name != "" and conn.to_controller:
+        controllers = _controllers(conn)  # KIP-919: a controller, too, answers for itself only
+        if int(name) not in controllers:
+            raise CommandError(f"controller {name} is not in the quorum's DescribeCluster answer (controllers: "
+                               f"{', '.join(str(c) for c in sorted(controllers)) or 'none'})")  # fmt: skip
+        host, port = controllers[int(name)]
+        return ksteward_admin(Connection(f"{host}:{port}", True, conn.properties))
+    if entity_type in (BROKERS, BROKER_LOGGERS) and name != "":
         brokers = _confluent(conn).list_topics(timeout=TIMEOUT).brokers
         broker = brokers.get(int(name))
         if broker is None:
@@ -202,11 +209,17 @@ def node_ids(conn: Connection) -> list[str]:
     if not conn.to_controller:
         nodes = _confluent(conn).describe_cluster(request_timeout=TIMEOUT).result(TIMEOUT + 5).nodes
         return [str(n.id) for n in nodes]
+    return [str(node_id) for node_id in _controllers(conn)]
+
+
+def _controllers(conn: Connection) -> dict[int, tuple[str, int]]:
+    """Each controller's id and address on this listener: DescribeCluster with EndpointType CONTROLLER (KIP-919),
+    as an admin client on ``bootstrap.controllers`` asks."""
     with ksteward_admin(conn) as wire:
         body = wire.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
                                                       "endpoint_type": 2}, max_version=1)  # fmt: skip
     _wire_error(int(body.error_code), body.error_message, "DescribeCluster")
-    return [str(b.broker_id) for b in body.brokers]
+    return {int(b.broker_id): (str(b.host), int(b.port)) for b in body.brokers}
 
 
 # --- client quotas (always ksteward's client) -----------------------------------------------------------

@@ -141,19 +141,22 @@ def fetch_quorum(conn: Connection, *, with_cluster_id: bool) -> tuple[QuorumInfo
             if info is None:
                 refusals.append(address)
                 continue
-            return info, (_cluster_id(admin) if with_cluster_id else "")
+            return info, (_cluster_id(admin, conn.to_controller) if with_cluster_id else "")
     raise no_leader_answered(refusals)
 
 
 _REQUEST = {"topics": [{"topic_name": METADATA_TOPIC_NAME, "partitions": [{"partition_index": METADATA_PARTITION}]}]}
 
 
-def _cluster_id(admin: Any) -> str:
+def _cluster_id(admin: Any, to_controller: bool) -> str:
+    """DescribeCluster's cluster id, asked with the endpoint type of the listener (KIP-919: a controller answers
+    only CONTROLLER, a broker only BROKER)."""
     body = admin.request(
         ApiKey.DESCRIBE_CLUSTER,
-        {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False},
+        {"include_cluster_authorized_operations": False, "endpoint_type": 2 if to_controller else 1,
+         "include_fenced_brokers": False},
         max_version=2,
-    )
+    )  # fmt: skip
     raise_for_error(int(body.error_code), body.error_message)
     return str(body.cluster_id)
 

@@ -40,6 +40,7 @@ from ksteward.broker.scram import handle_alter_user_scram_credentials, handle_de
 from ksteward.broker.topic_partitions import handle_describe_topic_partitions
 from ksteward.broker.topics import handle_create_partitions, handle_create_topics, handle_delete_topics
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.describe_cluster import handle_controller_describe_cluster
 from ksteward.server.describe_quorum import handle_describe_quorum
 from ksteward.server.quorum_rpcs import handle_begin_quorum_epoch, handle_end_quorum_epoch, handle_vote
 from ksteward.server.raft_service import handle_fetch, handle_fetch_snapshot
@@ -49,7 +50,6 @@ _COMMON = [
     ApiSpec(ApiKey.API_VERSIONS, 0, 4, handle_api_versions),
     ApiSpec(ApiKey.SASL_HANDSHAKE, 0, 1, None),  # answered by protocol.connection.ServerConnection
     ApiSpec(ApiKey.SASL_AUTHENTICATE, 0, 2, None),  # likewise
-    ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster),
     ApiSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0, handle_describe_user_scram_credentials),
     ApiSpec(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, 0, handle_alter_user_scram_credentials),
     # v4 of both: ksteward's atomic ACL change with a precondition (protocol.acl_transactions)
@@ -121,7 +121,8 @@ _BROKER_ONLY = [
 
 
 def broker_api_table() -> ApiTable:
-    return ApiTable([*_COMMON, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_TOKENS, *_BROKER_ONLY])
+    describe_cluster = ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster)  # the brokers (KIP-919)
+    return ApiTable([*_COMMON, describe_cluster, *_BROKER_CONFIG_ALTERS, *_TOPICS, *_BROKER_TOKENS, *_BROKER_ONLY])
 
 
 # KRaft replication of __cluster_metadata (KIP-595, KIP-630): controller listener only, as in Kafka. Fetch
@@ -140,5 +141,7 @@ def controller_api_table() -> ApiTable:
     """KRaft controllers serve admin clients a subset (KIP-919): no Metadata. Brokers register, heartbeat,
     fetch the metadata log and forward requests in an Envelope (KIP-590) here only: a client listener never
     accepts those (Kafka's ControllerApis)."""
-    specs = [*_COMMON, *_CONTROLLER_CONFIG_ALTERS, *_TOPICS, *_CONTROLLER_TOKENS, *_MEMBERSHIP, *_RAFT]
+    describe_cluster = ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 2, handle_controller_describe_cluster)  # the controllers
+    specs = [*_COMMON, describe_cluster, *_CONTROLLER_CONFIG_ALTERS, *_TOPICS, *_CONTROLLER_TOKENS, *_MEMBERSHIP]
+    specs += _RAFT
     return ApiTable([*specs, ApiSpec(ApiKey.ENVELOPE, 0, 0, handle_envelope)])

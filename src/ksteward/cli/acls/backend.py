@@ -169,6 +169,7 @@ class WireBackend:
 
         self._errors = (AdminError, OSError)
         self._client = ksteward_admin(conn)  # PLAINTEXT or SASL PLAIN; anything else is a UsageError saying so
+        self._endpoint_type = 2 if conn.to_controller else 1  # DescribeCluster's: controllers or brokers (KIP-919)
 
     @property
     def client(self) -> Any:
@@ -232,8 +233,9 @@ class WireBackend:
         from ksteward.protocol.apis import ApiKey
 
         try:
-            cluster = self._client.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False},
-                                           max_version=0)  # fmt: skip
+            cluster = self._client.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
+                                                                     "endpoint_type": self._endpoint_type},
+                                           max_version=1)  # fmt: skip
             node = str(sorted(int(b.broker_id) for b in cluster.brokers)[0])
             body = self._client.request(ApiKey.DESCRIBE_CONFIGS, {
                 "resources": [{"resource_type": 4, "resource_name": node, "configuration_keys": list(SETTINGS_KEYS)}],
