@@ -8,7 +8,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from harness import ksteward_cli
+from harness import ksteward_cli, wait_for
 from test_cluster_cli import ClusterUp
 
 # The voters' server side comes with the quorum piece of issue 18; without it three controllers would not elect.
@@ -34,6 +34,17 @@ def test_up_with_three_controllers_elects_one_and_the_brokers_follow_it(tmp_path
                                  "--status")  # fmt: skip
         assert forwarded.returncode == 0, forwarded.stderr
         assert forwarded.stdout.splitlines()[1] == lines[1]
+        leader = int(lines[1].split()[-1])
+
+        def roles() -> list[str] | None:
+            shown = ksteward_cli("cluster", "status", "--dir", str(tmp_path / "quorum")).stdout.splitlines()
+            rows = [line for line in shown if " controller " in line]
+            return rows if sum("(follows" in row for row in rows) == 2 else None
+
+        rows = wait_for(roles, 30.0, "cluster status to show both followers")  # each learns the leader at once
+        assert isinstance(rows, list)
+        assert [row.split()[0] for row in rows if "(leader in epoch" in row] == [str(leader)]
+        assert all(f"(follows {leader} in epoch" in row for row in rows if row.split()[0] != str(leader))
         assert up.proc is not None
         up.proc.send_signal(signal.SIGINT)
         assert up.proc.wait(60) == 0

@@ -68,6 +68,10 @@ class Node:
         return f"{HOST}:{self.port}"
 
     @property
+    def metadata_log_dir(self) -> Path:
+        return (self.directory / "data").resolve()
+
+    @property
     def config_path(self) -> Path:
         return self.directory / "server.properties"
 
@@ -158,7 +162,7 @@ def node_properties(node: Node, controllers: list[Node], cluster_id: str) -> dic
         "cluster.id": cluster_id,
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "metadata.log.dir": str((node.directory / "data").resolve()),
+        "metadata.log.dir": str(node.metadata_log_dir),
     }
     if node.role == "controller":
         props |= {
@@ -211,6 +215,7 @@ def write_state(directory: Path, nodes: list[Node], cluster_id: str) -> None:
                 "starts": n.starts,
                 "ready": n.ready,
                 "log": str(n.log_path),
+                "metadata_log_dir": str(n.metadata_log_dir),
                 "command": n.command,
             }
             for n in nodes
@@ -453,8 +458,33 @@ def run_status(args: argparse.Namespace) -> int:
     up = pid_alive(state.get("pid"))
     print(f"ksteward cluster {state['cluster_id']}: supervisor pid {state['pid']} {'up' if up else 'not running'}")
     print(f"  {'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
+    voters = [n for n in state["nodes"] if n["role"] == "controller"]
     for n in state["nodes"]:
         alive = pid_alive(n["pid"])
         what = ("serving" if n["ready"] else "starting") if alive else "dead"
+        if alive and len(voters) > 1 and n in voters:
+            what += f" ({quorum_role(n)})"
         print(f"  {n['node_id']:>4}  {n['role']:<10}  {n['address']:<21}  {n['pid'] or '-':>7}  {what}")
     return 0 if up else 1
+
+
+def quorum_role(entry: dict[str, Any]) -> str:
+    """A voter's place in the quorum as its ``quorum-state`` file last recorded it (docs/raft.md): written before
+    each election state takes effect, so a leader or a follower is named as soon as it is one."""
+    from ksteward.metadata.log import PARTITION_DIR_NAME
+    from ksteward.raft.quorum_state import QUORUM_STATE_FILE, QuorumStateError, read_quorum_state
+
+    directory = entry.get("metadata_log_dir")
+    if directory is None:
+        return "quorum state unknown"
+    try:
+        stored = read_quorum_state(Path(directory) / PARTITION_DIR_NAME / QUORUM_STATE_FILE)
+    except QuorumStateError:
+        return "quorum state unreadable"
+    if stored is None:
+        return "no quorum state yet"
+    if stored.leader_id == entry["node_id"]:
+        return f"leader in epoch {stored.leader_epoch}"
+    if stored.leader_id >= 0:
+        return f"follows {stored.leader_id} in epoch {stored.leader_epoch}"
+    return f"no leader in epoch {stored.leader_epoch}"
