@@ -44,6 +44,9 @@ def test_up_with_three_controllers_elects_one_and_the_brokers_follow_it(tmp_path
         rows = wait_for(roles, 30.0, "cluster status to show both followers")  # each learns the leader at once
         assert isinstance(rows, list)
         assert [row.split()[0] for row in rows if "(leader in epoch" in row] == [str(leader)]
+        for node in (1, 2, 3):  # each voter formatted its empty directory, and said what that means
+            log = (tmp_path / "quorum" / f"controller-{node}" / "server.log").read_text(encoding="utf-8")
+            assert f"formatted an empty metadata log directory for voter {node} of a static quorum" in log
         assert all(f"(follows {leader} in epoch" in row for row in rows if row.split()[0] != str(leader))
         assert up.proc is not None
         up.proc.send_signal(signal.SIGINT)

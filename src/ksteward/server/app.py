@@ -42,6 +42,7 @@ from ksteward.metadata.dir_lock import DirectoryLock, DirectoryLockError, lock_d
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.loader import MetadataLoadError, load
 from ksteward.metadata.log import MetadataLog
+from ksteward.metadata.meta_properties import FILE_NAME as META_PROPERTIES
 from ksteward.metadata.meta_properties import MetaPropertiesError, ensure_meta_properties
 from ksteward.policy import PolicyLoadError
 from ksteward.policy.loader import Policies
@@ -192,11 +193,16 @@ class Server:
         cfg = self._config
         self._prepare_metrics()
         dirs = self._lock_data_dirs()
+        formatting = not (cfg.metadata_log_dir / META_PROPERTIES).exists()
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
             self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
+        if formatting and self._several_voters:
+            log.warning("formatted an empty metadata log directory for voter %d of a static quorum: right for a new "
+                        "cluster; if this voter lost its disk, a majority counting it may elect a leader that lacks "
+                        "committed records (docs/raft.md, \"A voter that lost its disk\")", cfg.node_id)  # fmt: skip
         with collector_paused():  # a bulk load of long-lived objects (server.collector)
             image, metadata_log = await self._load_metadata()
             self._metadata_log = metadata_log
