@@ -312,6 +312,8 @@ def test_the_voters_of_a_quorum_report_their_own_raft_state_and_one_active_contr
         assert value(lead, raft + "current_leader") == leader.cluster_node_id
         assert value(lead, raft + "current_vote") == leader.cluster_node_id
         assert value(lead, raft + "high_watermark") > 0
+        assert value(lead, raft + "log_end_epoch") == value(lead, raft + "current_epoch")  # its LeaderChange batch
+        assert value(lead, raft + "election_latency_max") >= value(lead, raft + "election_latency_avg") > 0  # it ran
         for n, s in samples.items():
             assert sum(v for (name, _), v in s.items() if name == raft + "current_state") == 1  # one state each
             if n != leader.cluster_node_id:

@@ -352,6 +352,7 @@ class Server:
                 leader=lambda: node_id,
                 snapshot_count=lambda: len(metadata_log.snapshots()),
                 vote=lambda: node_id,
+                log_end_epoch=lambda: metadata_log.last_fetched_epoch,
             )
             image = ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors)
         else:  # one voter of several: what its Raft state says (Kafka's KafkaRaftMetrics, QuorumController)
@@ -364,6 +365,8 @@ class Server:
                 leader=lambda: voter.leader_id,
                 snapshot_count=lambda: len(metadata_log.snapshots()),
                 vote=lambda: current_vote(voter.kind, node_id, voter.voted_id),
+                log_end_epoch=lambda: metadata_log.last_fetched_epoch,
+                elections=quorum.elections,
             )
             # The published image holds only committed records, on the active controller as on a standby.
             image = ImageCollector(lambda: self.image, controller=True, errors=self._metadata_errors,

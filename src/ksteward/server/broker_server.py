@@ -201,6 +201,7 @@ class BrokerServer(Server):
             epoch=lambda: observer.epoch,
             leader=lambda: observer.leader_id if observer.leader_id is not None else -1,
             snapshot_count=lambda: len(follower_log.log.snapshots()),
+            log_end_epoch=lambda: follower_log.log.last_fetched_epoch,
         )
         return [
             ImageCollector(lambda: self.image, controller=False),

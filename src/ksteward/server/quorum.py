@@ -77,6 +77,7 @@ from ksteward.server import fatal
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.controller_channel import controller_login
 from ksteward.server.controller_quorum import ControllerQuorumRole, ControllerState
+from ksteward.server.metrics.metadata_log import ElectionLatency
 from ksteward.server.tasks import Wakeups, cancel_and_wait
 from ksteward.server.voter_peers import ELECTION_LANE, FETCH_LANE, VoterPeers
 
@@ -176,6 +177,7 @@ class QuorumDriver:
         self._observer_progress = Wakeups()
         self._tasks: set[asyncio.Task[None]] = set()
         self._described = ("", -1, -1)  # (state, epoch, leader) last logged
+        self.elections = ElectionLatency()  # the raft-metrics election-latency figures
         self._closing = False
         self._stopped = False  # closed: no timer any more
         self._deferred_hw: HighWatermarkUpdated | None = None  # committed records the standby replays soon
@@ -345,6 +347,7 @@ class QuorumDriver:
             return
         old_state, old_epoch, _ = self._described
         self._described = described
+        self.elections.on_state(voter.kind, _now_ms())
         leader = f", leader {voter.leader_id}" if voter.leader_id >= 0 else ""
         log.info("raft state: %s in epoch %d%s (was %s; %s)", voter.kind.value, voter.epoch, leader,
                  old_state or "starting", _why(old_state, old_epoch, voter.kind.value, voter.epoch))  # fmt: skip

@@ -33,6 +33,38 @@ _STATE_NAMES = {StateKind.LEADER: "leader", StateKind.CANDIDATE: "candidate", St
                 StateKind.RESIGNED: "unattached"}  # fmt: skip
 
 
+class ElectionLatency:
+    """Kafka's ``election-latency`` for one voter: the ms from its starting an election (Prospective, or
+    Candidate) to knowing the epoch's leader (it leads or follows), for every election since the start, as a
+    mean and a maximum. ``on_state`` takes the voter's state after each change. Kafka's
+    ``KafkaRaftMetrics.updateElectionStartMs`` restarts the clock at each candidacy; this one runs from the
+    first, through refused pre-votes and repeated candidacies: the whole time the voter had no leader after it
+    began to look for one."""
+
+    __slots__ = ("count", "max_ms", "started_ms", "total_ms")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ms = 0.0
+        self.max_ms = 0.0
+        self.started_ms: int | None = None
+
+    def on_state(self, kind: StateKind, now_ms: int) -> None:
+        if kind in (StateKind.PROSPECTIVE, StateKind.CANDIDATE):
+            if self.started_ms is None:
+                self.started_ms = now_ms
+        elif kind in (StateKind.LEADER, StateKind.FOLLOWER) and self.started_ms is not None:
+            took = max(now_ms - self.started_ms, 0)
+            self.count += 1
+            self.total_ms += took
+            self.max_ms = max(self.max_ms, took)
+            self.started_ms = None
+
+    @property
+    def avg_ms(self) -> float:
+        return self.total_ms / self.count if self.count else 0.0
+
+
 def current_vote(kind: StateKind, node_id: int, voted_id: int) -> int:
     """Kafka's ``current-vote``: this node's id while it leads or runs for election, else the voter it voted for
     in this epoch (-1: none)."""
@@ -52,6 +84,8 @@ class RaftView:
     leader: Callable[[], int]
     snapshot_count: Callable[[], int]
     vote: Callable[[], int] = lambda: -1
+    log_end_epoch: Callable[[], int] = lambda: -1
+    elections: ElectionLatency | None = None  # a voter of several: its elections
 
 
 class MetadataLogCollector(Collector):
@@ -70,6 +104,11 @@ class MetadataLogCollector(Collector):
         yield gauge(_RAFT + "current_epoch", "The leader epoch", raft.epoch())
         yield gauge(_RAFT + "current_leader", "The leader's node id (-1: unknown)", raft.leader())
         yield gauge(_RAFT + "current_vote", "The voter this node voted for (-1: none)", raft.vote())
+        yield gauge(_RAFT + "log_end_epoch", "The epoch of the last batch in the log", raft.log_end_epoch())
+        if raft.elections is not None:
+            yield gauge(_RAFT + "election_latency_avg", "Mean ms from starting an election to a known leader",
+                        raft.elections.avg_ms)  # fmt: skip
+            yield gauge(_RAFT + "election_latency_max", "Longest such time (ms)", raft.elections.max_ms)
         yield gauge("ksteward_metadata_snapshot_count", "Snapshot files in metadata.log.dir", raft.snapshot_count())
         committer = self._committer()
         if committer is None:
