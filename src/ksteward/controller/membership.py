@@ -238,8 +238,10 @@ class ClusterControlManager:
         if (
             existing is not None
             and existing.incarnation_id != request.incarnation_id
+            and (not existing.fenced or request.broker_id == self.local_broker_id)
             and self.has_valid_session(request.broker_id, int(existing.broker_epoch), now)
-        ):
+        ):  # a fenced broker has no session (BrokerHeartbeatManager.hasValidSession): e.g. after its controlled
+            # shutdown, so its next incarnation registers at once, without waiting out broker.session.timeout.ms
             message = (
                 "Another broker is registered with that broker id. If the broker was recently restarted this "
                 "should self-resolve once the heartbeat manager expires the broker's session."

@@ -118,3 +118,27 @@ def test_features_that_exclude_a_finalized_level_are_unsupported_version() -> No
     kraft = (*registration(2).features, BrokerFeature(name="kraft.version", min_supported_version=i16(1),
                                                        max_supported_version=i16(1)))  # fmt: skip
     assert manager.register_broker(image, registration(2, features=kraft), 0.0).response.error.code == 35
+
+
+def test_a_fenced_broker_has_no_session_so_its_next_incarnation_registers_at_once() -> None:
+    """Kafka's ``BrokerHeartbeatManager.hasValidSession`` is false for a fenced broker. After a controlled shutdown
+    (the broker is fenced once told to shut down) a restarted broker registers at once, not a session timeout
+    later; so does one that was never unfenced. Before, both got DUPLICATE_BROKER_REGISTRATION until the old
+    session ran out."""
+    image, manager = new_world()
+    image, epoch = register(image, manager, 2, now=1.0)
+    for at in (1.5, 2.0):  # the first asks to shut down, the second hears it may
+        image, reply = commit(
+            image, manager.process_heartbeat(image, heartbeat(2, epoch, image.offset, shut_down=True), at)
+        )
+    assert reply.should_shut_down and image.cluster[2].fenced
+    result = manager.register_broker(image, registration(2), 2.1)  # its session would be valid until 2.0 + TIMEOUT
+    assert result.response.error.code == ErrorCode.none and result.response.broker_epoch == image.offset + 1
+
+    image, manager = new_world()
+    image, first = commit(image, manager.register_broker(image, registration(2), 0.0))
+    image, beat = commit(
+        image, manager.process_heartbeat(image, heartbeat(2, first.broker_epoch, image.offset, fence=True), 1.0)
+    )
+    assert beat.is_fenced and manager.has_valid_session(2, first.broker_epoch, 1.1)
+    assert manager.register_broker(image, registration(2), 1.1).response.error.code == ErrorCode.none
