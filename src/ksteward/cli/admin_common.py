@@ -207,15 +207,28 @@ def _active_controller(conn: Connection, listed: list[str]) -> str | None:
     for address in listed:
         try:
             with ksteward_admin(Connection(address, True, conn.properties), timeout=10.0) as admin:
-                body = admin.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
-                                                               "endpoint_type": 2}, max_version=1)  # fmt: skip
+                body = describe_cluster(admin, to_controller=True)
         except (CommandError, AdminError, OSError):
             continue
         if body.error_code != ErrorCode.none:
             continue
-        active = next((b for b in body.brokers if int(b.broker_id) == int(body.controller_id)), None)
-        return None if active is None else f"{active.host}:{active.port}"
+        active = described_nodes(body).get(int(body.controller_id))
+        return None if active is None else f"{active[0]}:{active[1]}"
     return None
+
+
+def describe_cluster(admin: Any, *, to_controller: bool) -> Any:
+    """The DescribeCluster answer of ksteward's client ``admin``, asked with the endpoint type of the listener it
+    is connected to (KIP-919): a controller lists the controllers and answers only CONTROLLER (2), a broker lists
+    the brokers and answers only BROKER (1)."""
+    return admin.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
+                                                   "endpoint_type": 2 if to_controller else 1,
+                                                   "include_fenced_brokers": False}, max_version=2)  # fmt: skip
+
+
+def described_nodes(body: Any) -> dict[int, tuple[str, int]]:
+    """Each node a DescribeCluster answer lists: its id, host and port."""
+    return {int(b.broker_id): (str(b.host), int(b.port)) for b in body.brokers}
 
 
 def no_leader_answered(refused: Iterable[str]) -> CommandError:

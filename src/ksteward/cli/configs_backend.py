@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksteward.cli.admin_client import AdminError
-from ksteward.cli.admin_common import CommandError, Connection, confluent_admin, ksteward_admin
+from ksteward.cli.admin_common import (
+    CommandError,
+    Connection,
+    confluent_admin,
+    describe_cluster,
+    described_nodes,
+    ksteward_admin,
+)
 from ksteward.cli.configs_entities import (
     BROKER_LOGGERS,
     BROKERS,
@@ -216,10 +223,9 @@ def _controllers(conn: Connection) -> dict[int, tuple[str, int]]:
     """Each controller's id and address on this listener: DescribeCluster with EndpointType CONTROLLER (KIP-919),
     as an admin client on ``bootstrap.controllers`` asks."""
     with ksteward_admin(conn) as wire:
-        body = wire.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
-                                                      "endpoint_type": 2}, max_version=1)  # fmt: skip
+        body = describe_cluster(wire, to_controller=True)
     _wire_error(int(body.error_code), body.error_message, "DescribeCluster")
-    return {int(b.broker_id): (str(b.host), int(b.port)) for b in body.brokers}
+    return described_nodes(body)
 
 
 # --- client quotas (always ksteward's client) -----------------------------------------------------------

@@ -23,6 +23,7 @@ from ksteward.cli.admin_common import (
     Connection,
     add_connection_flags,
     connection,
+    describe_cluster,
     ksteward_admin,
     no_leader_answered,
     print_json,
@@ -149,14 +150,7 @@ _REQUEST = {"topics": [{"topic_name": METADATA_TOPIC_NAME, "partitions": [{"part
 
 
 def _cluster_id(admin: Any, to_controller: bool) -> str:
-    """DescribeCluster's cluster id, asked with the endpoint type of the listener (KIP-919: a controller answers
-    only CONTROLLER, a broker only BROKER)."""
-    body = admin.request(
-        ApiKey.DESCRIBE_CLUSTER,
-        {"include_cluster_authorized_operations": False, "endpoint_type": 2 if to_controller else 1,
-         "include_fenced_brokers": False},
-        max_version=2,
-    )  # fmt: skip
+    body = describe_cluster(admin, to_controller=to_controller)
     raise_for_error(int(body.error_code), body.error_message)
     return str(body.cluster_id)
 

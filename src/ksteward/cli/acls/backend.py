@@ -169,7 +169,7 @@ class WireBackend:
 
         self._errors = (AdminError, OSError)
         self._client = ksteward_admin(conn)  # PLAINTEXT or SASL PLAIN; anything else is a UsageError saying so
-        self._endpoint_type = 2 if conn.to_controller else 1  # DescribeCluster's: controllers or brokers (KIP-919)
+        self._to_controller = conn.to_controller  # DescribeCluster lists the controllers there (KIP-919)
 
     @property
     def client(self) -> Any:
@@ -230,12 +230,11 @@ class WireBackend:
         return None  # a controller serves no Metadata (KIP-919)
 
     def broker_configs(self) -> dict[str, str | None] | None:
+        from ksteward.cli.admin_common import describe_cluster
         from ksteward.protocol.apis import ApiKey
 
         try:
-            cluster = self._client.request(ApiKey.DESCRIBE_CLUSTER, {"include_cluster_authorized_operations": False,
-                                                                     "endpoint_type": self._endpoint_type},
-                                           max_version=1)  # fmt: skip
+            cluster = describe_cluster(self._client, to_controller=self._to_controller)
             node = str(sorted(int(b.broker_id) for b in cluster.brokers)[0])
             body = self._client.request(ApiKey.DESCRIBE_CONFIGS, {
                 "resources": [{"resource_type": 4, "resource_name": node, "configuration_keys": list(SETTINGS_KEYS)}],
