@@ -458,11 +458,11 @@ def run_status(args: argparse.Namespace) -> int:
     up = pid_alive(state.get("pid"))
     print(f"ksteward cluster {state['cluster_id']}: supervisor pid {state['pid']} {'up' if up else 'not running'}")
     print(f"  {'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
-    voters = [n for n in state["nodes"] if n["role"] == "controller"]
+    several_voters = sum(n["role"] == "controller" for n in state["nodes"]) > 1
     for n in state["nodes"]:
         alive = pid_alive(n["pid"])
         what = ("serving" if n["ready"] else "starting") if alive else "dead"
-        if alive and len(voters) > 1 and n in voters:
+        if alive and several_voters and n["role"] == "controller":
             what += f" ({quorum_role(n)})"
         print(f"  {n['node_id']:>4}  {n['role']:<10}  {n['address']:<21}  {n['pid'] or '-':>7}  {what}")
     return 0 if up else 1

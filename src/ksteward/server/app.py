@@ -196,7 +196,7 @@ class Server:
         formatting = not (cfg.metadata_log_dir / META_PROPERTIES).exists()
         try:
             self._cluster_id = ensure_meta_properties(dirs, cfg.node_id, cfg.static.get("cluster.id") or None)
-            self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / "meta.properties").read_bytes()).digest()
+            self._decoy_secret = hashlib.sha256((cfg.metadata_log_dir / META_PROPERTIES).read_bytes()).digest()
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
         if formatting and self._several_voters:
