@@ -155,7 +155,10 @@ def test_up_restart_stop_and_up_again(tmp_path: Path, ups: list[ClusterUp]) -> N
     assert "node 2 (broker) is serving again" in restart.stdout
     new_pid = next(n["pid"] for n in first.state()["nodes"] if n["node_id"] == 2)
     assert new_pid != old_pid and not alive(old_pid) and alive(new_pid)
-    assert "controlled shutdown complete" in (directory / "broker-2" / "server.log").read_text(encoding="utf-8")
+    broker_log = (directory / "broker-2" / "server.log").read_text(encoding="utf-8")
+    assert "controlled shutdown complete" in broker_log
+    # Fenced by its controlled shutdown, the old incarnation has no session left: the new one is not refused.
+    assert "duplicate_broker_registration" not in broker_log
     wait_for(lambda: broker_ids(bootstrap) == {2, 3}, 30.0, "Metadata to list broker 2 again")
 
     # The controller too, with both brokers connected to it (their fetches and heartbeats must not hold
