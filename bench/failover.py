@@ -42,10 +42,13 @@ import asyncio
 import itertools
 import sys
 import time
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench._harness import callgrind
 from bench._harness.cluster import broker_node, controller_node, new_cluster_id, quorum_nodes, quorum_state
@@ -54,7 +57,7 @@ from bench._harness.replication_model import measure
 from bench._harness.report import table
 from bench._harness.runner import Benchmark, parser
 from bench._harness.server import ServerProcess
-from bench._harness.wire import FrameClient, decode_response, encode_request
+from bench._harness.wire import HOST, FrameClient, decode_response, encode_request, free_ports
 from ksteward.protocol.apis import ApiKey
 
 GOAL_P99_S = 3.0  # the issue's goal at Kafka's default timeouts
@@ -135,12 +138,14 @@ async def start_voters(
     *,
     kind: type[ServerProcess] = ServerProcess,
     ready_s: float = 120.0,
+    metrics: bool = False,
 ) -> tuple[list[ServerProcess], str, Path]:
-    """Three controllers of a new cluster (servers of ``kind``), each ready within ``ready_s`` of the last spawn."""
+    """Three controllers of a new cluster (servers of ``kind``), each ready within ``ready_s`` of the last spawn;
+    with ``metrics``, each serves ``/metrics``."""
     cluster_id = new_cluster_id()
     workdir = workdir / f"quorum-{next(_names)}"  # each section's quorum in its own directory
     workdir.mkdir()
-    controllers = quorum_nodes(workdir, cluster_id, 3, overrides=overrides, kind=kind)
+    controllers = quorum_nodes(workdir, cluster_id, 3, overrides=overrides, kind=kind, metrics=metrics)
     for node in controllers:
         await node.spawn()
     for node in controllers:
@@ -233,6 +238,23 @@ async def log_end_offsets(port: int) -> dict[int, int]:
     return {int(v.replica_id): int(v.log_end_offset) for v in voters}
 
 
+def fsync_totals(node: ServerProcess) -> tuple[float, float]:
+    """(ms, count) of every fsync of ``node``'s metadata log so far: its ``ksteward_metadata_log_fsync_time_ms``
+    sum and count, the group commit's and, on a follower voter, those of the Fetch answers it appended."""
+    url = f"http://{HOST}:{node.extra['metrics.port']}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        text = response.read().decode()
+    found = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
+             if s.name.startswith("ksteward_metadata_log_fsync_time_ms_")}  # fmt: skip
+    return found["ksteward_metadata_log_fsync_time_ms_sum"], found["ksteward_metadata_log_fsync_time_ms_count"]
+
+
+def mean_fsync_ms(totals: list[tuple[float, float]]) -> float | None:
+    """The mean ms of the fsyncs in ``totals`` ((ms, count) each); None without any."""
+    count = sum(n for _, n in totals)
+    return round(sum(ms for ms, _ in totals) / count, 3) if count else None
+
+
 async def caught_up(port: int) -> None:
     """Wait until every voter's log end offset is the leader's (a resumed follower fetched what it missed)."""
     deadline = time.monotonic() + 60.0
@@ -250,8 +272,9 @@ LATENCY_KINDS = ("3 voters", "1 voter", "3 voters, 1 paused")
 
 async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     # Like against like: no broker on either side (a broker following the quorum would take CPU from it only).
-    controllers, _, _ = await start_voters(workdir, {})
-    single = controller_node(workdir, "single-voter", new_cluster_id())
+    controllers, _, _ = await start_voters(workdir, {}, metrics=True)
+    (metrics_port,) = free_ports(1)
+    single = controller_node(workdir, "single-voter", new_cluster_id(), overrides={"metrics.port": str(metrics_port)})
     await single.start(120.0)
     active = await wait_until(lambda: leader(controllers), 60.0, "a leader")
     client = await FrameClient.connect(active.port)  # a new leader answers NOT_CONTROLLER until it is active
@@ -261,12 +284,16 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     samples: dict[str, list[float]] = {kind: [] for kind in LATENCY_KINDS}
     cpu_s = dict.fromkeys(LATENCY_KINDS, 0.0)  # the servers' CPU (user + system) while measured
     leader_cpu_s = dict.fromkeys(LATENCY_KINDS, 0.0)  # the leader's (the single voter's) alone
+    # Each server's fsyncs while measured, (ms, count): the three voters share this machine's one disk.
+    fsyncs: dict[str, dict[ServerProcess, tuple[float, float]]] = {kind: {} for kind in LATENCY_KINDS}
     try:
         for r in range(p.rounds):
             for kind in LATENCY_KINDS if r % 2 == 0 else LATENCY_KINDS[::-1]:
                 node = leader(controllers) if kind != "1 voter" else single
                 assert node is active or node is single, "the leadership moved during the latency section"
                 servers = controllers if kind != "1 voter" else [single]
+                # a paused follower's fsyncs would be those of its catching up, after the round
+                flushed = {s: fsync_totals(s) for s in servers if not (kind == "3 voters, 1 paused" and s is paused)}
                 before = [process_cpu_seconds(s.pid) for s in servers]
                 lead_before = process_cpu_seconds(node.pid)
                 if kind == "3 voters, 1 paused":
@@ -278,6 +305,10 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
                         paused.resume()
                 cpu_s[kind] += sum(process_cpu_seconds(s.pid) for s in servers) - sum(before)
                 leader_cpu_s[kind] += process_cpu_seconds(node.pid) - lead_before
+                for s in flushed:
+                    (ms, count), (ms_before, count_before) = fsync_totals(s), flushed[s]
+                    ms_so_far, count_so_far = fsyncs[kind].get(s, (0.0, 0.0))
+                    fsyncs[kind][s] = (ms_so_far + ms - ms_before, count_so_far + count - count_before)
                 if kind == "3 voters, 1 paused":
                     await caught_up(active.port)
     finally:
@@ -286,10 +317,14 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     one_p50 = percentiles(samples["1 voter"])["p50"]
     for kind, values in samples.items():
         stats = percentiles(values)
+        lead = active if kind != "1 voter" else single
+        followers = [t for s, t in fsyncs[kind].items() if s is not lead]
         rows.append({"voters": kind, "commits": len(values), "p50_ms": stats["p50"], "p99_ms": stats["p99"],
                      "vs_1_voter": round(stats["p50"] / one_p50, 2),
                      "cpu_ms_per_commit": round(cpu_s[kind] * 1000 / len(values), 3),
-                     "leader_cpu_ms_per_commit": round(leader_cpu_s[kind] * 1000 / len(values), 3)})  # fmt: skip
+                     "leader_cpu_ms_per_commit": round(leader_cpu_s[kind] * 1000 / len(values), 3),
+                     "fsync_ms_leader": mean_fsync_ms([fsyncs[kind][lead]]),
+                     "fsync_ms_followers": mean_fsync_ms(followers)})  # fmt: skip
     ratio = rows[0]["p50_ms"] / rows[1]["p50_ms"]
     three, one = rows[0], rows[1]
     _MEASURED_US.update(
@@ -300,9 +335,12 @@ async def section_latency(p: Params, workdir: Path) -> dict[str, Any]:
     print(table("commit latency: CreateAcls v3 straight to the active controller, one in flight",
                 [("quorum", "voters"), ("commits", "commits"), ("p50 ms", "p50_ms"), ("p99 ms", "p99_ms"),
                  ("p50 / 1 voter", "vs_1_voter"), ("CPU ms/commit", "cpu_ms_per_commit"),
-                 ("leader's", "leader_cpu_ms_per_commit")], rows))  # fmt: skip
+                 ("leader's", "leader_cpu_ms_per_commit"), ("fsync ms: leader", "fsync_ms_leader"),
+                 ("followers", "fsync_ms_followers")], rows))  # fmt: skip
     print(f"  p50 ratio 3 voters / 1 voter: {ratio:.2f} (goal <= {GOAL_LATENCY_RATIO})")
     print(f"  with one follower paused (its CPU and fsync off the shared cores): {rows[2]['vs_1_voter']:.2f}")
+    print("  fsync ms: the mean of each fsync of the metadata log while measured (ksteward_metadata_log_fsync_time_ms);"
+          " the three voters' logs share one disk")  # fmt: skip
     return {"rows": rows, "p50_ratio": round(ratio, 3), "goal_p50_ratio": GOAL_LATENCY_RATIO,
             "paused_follower_p50_ratio": rows[2]["vs_1_voter"]}  # fmt: skip
 

@@ -104,10 +104,13 @@ def quorum_nodes(
     *,
     overrides: Mapping[str, str] | None = None,
     kind: type[ServerProcess] = ServerProcess,
+    metrics: bool = False,
 ) -> list[ServerProcess]:
     """``count`` controller-only voters (nodes 1..count, ``controller`` 1..count), each listing all of them in
-    ``controller.quorum.voters`` (issue 18). Start them together: none is ready alone until a leader exists."""
+    ``controller.quorum.voters`` (issue 18). Start them together: none is ready alone until a leader exists.
+    With ``metrics``, each serves ``/metrics`` on a port of its own (``metrics.port`` in its ``extra``)."""
     ports = free_ports(count)
+    metrics_ports = free_ports(count) if metrics else []
     voters = ",".join(f"{i + 1}@{HOST}:{port}" for i, port in enumerate(ports))
     nodes = []
     for i, port in enumerate(ports):
@@ -120,6 +123,7 @@ def quorum_nodes(
             "advertised.listeners": "",
             "inter.broker.listener.name": "",
             "controller.quorum.voters": voters,
+            **({"metrics.port": str(metrics_ports[i])} if metrics else {}),
             **(overrides or {}),
         }
         nodes.append(kind(workdir, f"controller{i + 1}", ports=(port, port), overrides=settings))

@@ -4,6 +4,7 @@ with one line."""
 
 from __future__ import annotations
 
+import math
 import socket
 import urllib.error
 import urllib.request
@@ -128,6 +129,9 @@ def test_known_traffic_moves_the_request_and_authorizer_counters_by_exactly_that
     assert offset >= K_CREATE
     assert value(after, "kafka_server_raftmetrics_log_end_offset") == offset + 1
     assert moved(before, after, "ksteward_metadata_log_fsync_time_ms_count") >= 1
+    # Kafka's raft-metrics commit latency: ms from append to commit per record, over the last minute
+    commit_avg, commit_max = (value(after, "kafka_server_raftmetrics_commit_latency_" + s) for s in ("avg", "max"))
+    assert 0 < commit_avg <= commit_max
     events = "kafka_controller_controllereventmanager_"
     assert moved(before, after, events + "eventqueueprocessingtimems_count") >= K_CREATE  # and the heartbeats
     assert value(after, events + "eventqueuetimems_count") == value(after, events + "eventqueueprocessingtimems_count")
@@ -314,10 +318,15 @@ def test_the_voters_of_a_quorum_report_their_own_raft_state_and_one_active_contr
         assert value(lead, raft + "high_watermark") > 0
         assert value(lead, raft + "log_end_epoch") == value(lead, raft + "current_epoch")  # its LeaderChange batch
         assert value(lead, raft + "election_latency_max") >= value(lead, raft + "election_latency_avg") > 0  # it ran
+        # The leader's first commit (the new cluster's features) took a follower's fsync: Kafka's commit latency
+        # is the leader's; every voter times its fsyncs, a follower those of the Fetch answers it appended.
+        assert 0 < value(lead, raft + "commit_latency_avg") <= value(lead, raft + "commit_latency_max")
         for n, s in samples.items():
             assert sum(v for (name, _), v in s.items() if name == raft + "current_state") == 1  # one state each
+            assert value(s, "ksteward_metadata_log_fsync_time_ms_count") >= 1
             if n != leader.cluster_node_id:
                 assert 0 < value(s, raft + "high_watermark") <= value(lead, raft + "log_end_offset")
+                assert math.isnan(value(s, raft + "commit_latency_avg"))  # only a leader commits
         leader.kill()
         survivors = [n for n in ports if n != leader.cluster_node_id]
         samples = wait_for(lambda: agreed(survivors), 60, "a new leader in the survivors' metrics")

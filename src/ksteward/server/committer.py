@@ -51,7 +51,7 @@ from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.log import MetadataLog
 from ksteward.metadata.records import encode_record
 from ksteward.metadata.records.control import LeaderChangeMessage, encode_control_record
-from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram
+from ksteward.server.metrics.histogram import COUNT_BOUNDS, Histogram, SampledAvgMax
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,10 @@ class GroupCommitter:
         # For the metrics endpoint: each fsync's time (ms), the batches each fsync made durable, the last snapshot.
         self.fsync_ms = Histogram()
         self.batches_per_fsync = Histogram(COUNT_BOUNDS, discrete=True)
+        #: Kafka's raft-metrics ``commit-latency-avg`` / ``-max``: ms per record from a batch's append to its
+        #: commit (``KafkaRaftClient.appendBatch``): with several voters, until the high watermark passes it.
+        self.commit_latency = SampledAvgMax()
+        self._appended_at: dict[int, float] = {}  # last offset of a batch of records -> its append time
         self.last_snapshot: SnapshotFacts | None = None
 
     @property
@@ -221,6 +225,8 @@ class GroupCommitter:
     def _enqueue(self, last_offset: int, records: list[Any]) -> asyncio.Future[int]:
         """Publish the batch ending at ``last_offset`` once durable; the future resolves with that offset."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if records:
+            self._appended_at[last_offset] = time.monotonic()
         if self._quorum:  # never in line: the commit waits for the other voters anyway
             self._pending.append((last_offset, self._latest, records, future))
             if self._on_append is not None:
@@ -238,6 +244,7 @@ class GroupCommitter:
                 self._fail_writes(exc)
                 raise
             self._answer_when_published(self._publish(self._latest, records), future, last_offset)
+            self._committed(last_offset, records)
             self._maybe_snapshot()
             return future
         if self._inline_left and not self._flushing and not self._pending:
@@ -263,6 +270,7 @@ class GroupCommitter:
             self._fail_writes(exc)
             return
         self._answer_when_published(self._publish(self._latest, records), future, last_offset)
+        self._committed(last_offset, records)
         self._maybe_snapshot()
         self._inline_this_turn = True
         asyncio.get_running_loop().call_soon(self._end_inline_turn)
@@ -339,6 +347,7 @@ class GroupCommitter:
         while self._pending and self._pending[0][0] <= target:
             offset, image, records, fut = self._pending.popleft()
             self._answer_when_published(self._make_visible(image, records), fut, offset)
+            self._committed(offset, records)
             durable.append((image, records))
         self.batches_per_fsync.observe(len(durable))
         self._note_solo(len(durable))
@@ -358,6 +367,7 @@ class GroupCommitter:
         log.critical("metadata log %s failed; refusing further writes: %s", what, failure)
         self._failure = failure
         self._flushing = False
+        self._appended_at.clear()
         while self._pending:
             _, _, _, fut = self._pending.popleft()
             if not fut.done():
@@ -406,6 +416,7 @@ class GroupCommitter:
         while self._uncommitted and self._uncommitted[0][0] < high_watermark:
             offset, image, records, fut = self._uncommitted.popleft()
             self._answer_when_published(self._make_visible(image, records), fut, offset)
+            self._committed(offset, records)
             committed.append((image, records))
         for image, records in committed:
             self._run_hooks(image, records)
@@ -438,6 +449,7 @@ class GroupCommitter:
         waiting = [*self._pending, *self._uncommitted]
         self._pending.clear()
         self._uncommitted.clear()
+        self._appended_at.clear()
         for *_, fut in waiting:
             if not fut.done():
                 fut.set_exception(NotControllerError("this controller lost its leadership before the write committed"))
@@ -463,6 +475,12 @@ class GroupCommitter:
         if self._on_publish is not None:
             return self._on_publish(image, records)
         return None
+
+    def _committed(self, offset: int, records: list[Any]) -> None:
+        """The batch ending at ``offset`` is committed: its commit latency, per record, as Kafka counts it."""
+        appended = self._appended_at.pop(offset, None)
+        if appended is not None and records:
+            self.commit_latency.record((time.monotonic() - appended) * 1000 / len(records))
 
     @staticmethod
     def _answer_when_published(applying: asyncio.Future[None] | None, future: asyncio.Future[int], offset: int) -> None:

@@ -77,6 +77,7 @@ from ksteward.server import fatal
 from ksteward.server.committer import GroupCommitter
 from ksteward.server.controller_channel import controller_login
 from ksteward.server.controller_quorum import ControllerQuorumRole, ControllerState
+from ksteward.server.metrics.histogram import Histogram
 from ksteward.server.metrics.metadata_log import ElectionLatency
 from ksteward.server.tasks import Wakeups, cancel_and_wait
 from ksteward.server.voter_peers import ELECTION_LANE, FETCH_LANE, VoterPeers
@@ -137,8 +138,10 @@ class QuorumDriver:
         role: ControllerQuorumRole,
         endpoints: Mapping[str, tuple[str, int]],
         sasl_plain: tuple[str, str] | None,
+        fsync_ms: Histogram | None = None,
     ) -> None:
         self._node_id = config.node_id
+        self._fsync_ms = fsync_ms  # each follower fsync's time (ms), beside the group commit's when leading
         self._log = metadata_log
         self._role = role
         self._config = config.quorum
@@ -325,7 +328,10 @@ class QuorumDriver:
             return
         try:
             if isinstance(action, FlushLog):
+                started = time.perf_counter()
                 self._log.flush()
+                if self._fsync_ms is not None:
+                    self._fsync_ms.observe((time.perf_counter() - started) * 1000)
             elif isinstance(action, _FOLLOWER_LOG_ACTIONS):
                 self._follower_log.apply_one(action)
         except (OSError, MetadataLogError) as exc:
@@ -449,7 +455,7 @@ def build_quorum_driver(
     # controller does at its start (Controller.bootstrap).
     role.on_active.append(lambda _epoch: _spawn(controller.bootstrap(None), "controller-activation"))
     return QuorumDriver(config, cluster_id=cluster_id, metadata_log=metadata_log, role=role, endpoints=endpoints,
-                        sasl_plain=controller_login(config))  # fmt: skip
+                        sasl_plain=controller_login(config), fsync_ms=committer.fsync_ms)  # fmt: skip
 
 
 _background: set[asyncio.Task[Any]] = set()

@@ -139,3 +139,59 @@ class RecentWindow:
         view = Histogram(histogram.bounds, discrete=histogram.discrete)
         view.counts = counts if base is None else [c - b for c, b in zip(counts, base, strict=True)]
         return view
+
+
+class SampledAvgMax:
+    """Kafka's ``Avg`` and ``Max`` stats of one sensor (``org.apache.kafka.common.metrics.stats.SampledStat``), with
+    Kafka's defaults ``metrics.num.samples`` 2 and ``metrics.sample.window.ms`` 30000. An event goes into the
+    current sample; once that one is ``window_s`` old, the next slot of ``samples`` + 1 (Kafka keeps one more, for
+    the sample that overlaps the window's start) is reset and takes the events. At a read, a sample whose last
+    event is ``samples * window_s`` old or more is reset first. With no event left, both read NaN, as Kafka's do."""
+
+    __slots__ = ("_clock", "_counts", "_current", "_expire_s", "_last", "_maxes", "_starts", "_totals", "_window_s")
+
+    def __init__(self, samples: int = 2, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        now = clock()
+        slots = samples + 1
+        self._clock = clock
+        self._window_s = window_s
+        self._expire_s = samples * window_s
+        self._current = 0
+        self._starts = [now] * slots
+        self._last = [now] * slots
+        self._counts = [0] * slots
+        self._totals = [0.0] * slots
+        self._maxes = [float("-inf")] * slots
+
+    def record(self, value: float) -> None:
+        now = self._clock()
+        i = self._current
+        if now - self._starts[i] >= self._window_s:
+            i = self._current = (i + 1) % len(self._starts)
+            self._reset(i, now)
+        self._counts[i] += 1
+        self._totals[i] += value
+        self._last[i] = now
+        if value > self._maxes[i]:
+            self._maxes[i] = value
+
+    def avg(self) -> float:
+        count = self._purge()
+        return sum(self._totals) / count if count else float("nan")
+
+    def max(self) -> float:
+        return max(self._maxes) if self._purge() else float("nan")
+
+    def _purge(self) -> int:
+        """Reset the samples with no event in the last ``samples * window_s``; the events left."""
+        now = self._clock()
+        for i, last in enumerate(self._last):
+            if now - last >= self._expire_s:
+                self._reset(i, now)
+        return sum(self._counts)
+
+    def _reset(self, i: int, now: float) -> None:
+        self._starts[i] = self._last[i] = now
+        self._counts[i] = 0
+        self._totals[i] = 0.0
+        self._maxes[i] = float("-inf")

@@ -1,5 +1,6 @@
 """The metadata log's series: ``kafka.server:type=raft-metrics``, ``type=SnapshotEmitter``, and ksteward's own
-for what Kafka does not have (the group commit's fsync time and batches per fsync, the snapshot files)."""
+for what Kafka does not have (the metadata log's fsync time, the group commit's batches per fsync, the snapshot
+files)."""
 
 from __future__ import annotations
 
@@ -113,11 +114,13 @@ class MetadataLogCollector(Collector):
         committer = self._committer()
         if committer is None:
             return
-        fsync = committer.fsync_ms
-        n = fsync.count
-        yield gauge(_RAFT + "commit_latency_avg", "Mean group-commit fsync time (ms)", fsync.sum / n if n else 0.0)
-        yield summary("ksteward_metadata_log_fsync_time_ms", "Group-commit fsync time (ms)",
-                      [({}, fsync, 0)], self._window)  # fmt: skip
+        latency = committer.commit_latency
+        yield gauge(_RAFT + "commit_latency_avg", "Mean ms from append to commit per record, last 60 s (leader)",
+                    latency.avg())  # fmt: skip
+        yield gauge(_RAFT + "commit_latency_max", "Most ms from append to commit per record, last 60 s (leader)",
+                    latency.max())  # fmt: skip
+        yield summary("ksteward_metadata_log_fsync_time_ms", "Metadata log fsync time (ms)",
+                      [({}, committer.fsync_ms, 0)], self._window)  # fmt: skip
         yield summary("ksteward_metadata_log_group_commit_batches", "Batches made durable by one fsync",
                       [({}, committer.batches_per_fsync, 0)], self._window)  # fmt: skip
         last = committer.last_snapshot
