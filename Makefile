@@ -45,7 +45,7 @@ test: dev
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 # The long fault runs: every kill-and-restart test 20 times at seeded random points, and the Raft
-# simulation over 100 seeds per scenario (docs/testing.md).
+# simulation over 100 seeds per scenario, and the drawn-input tests with more examples (docs/testing.md).
 test-slow: dev
 	KSTEWARD_FAULT_CYCLES=20 $(PY) -m pytest -q -s tests/integration/test_crash_safety.py \
 		tests/integration/test_cluster_faults.py tests/integration/test_quorum_failover.py \
@@ -53,6 +53,7 @@ test-slow: dev
 	KSTEWARD_RAFT_SIM_SEEDS=100 $(PY) -m pytest -q tests/unit/raft/test_raft_simulation.py
 	KSTEWARD_FUZZ_EXAMPLES=6000 $(PY) -m pytest -q tests/integration/test_fuzz_frames.py \
 		tests/integration/test_fuzz_quorum.py
+	KSTEWARD_DECIDE_EXAMPLES=200 $(PY) -m pytest -q tests/pipeline/test_decide.py
 
 LINT_DIRS := $(wildcard src tests bench)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -78,7 +79,12 @@ def all_requests(spark: SparkSession) -> DataFrame:
     return requests_frame(spark, REQUESTS).cache()
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+#: ACL sets drawn for the property test: 12 in ``make test`` (each a Spark job over every request: ~3 s);
+#: ``make test-slow`` sets KSTEWARD_DECIDE_EXAMPLES=200.
+DECIDE_EXAMPLES = int(os.environ.get("KSTEWARD_DECIDE_EXAMPLES", "12"))
+
+
+@settings(max_examples=DECIDE_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(acls=st.lists(acl_strategy, max_size=80, unique=True), s=settings_strategy)
 def test_decide_equals_the_reference_authorizer(
     spark: SparkSession, all_requests: DataFrame, acls: list[AclBinding], s: AuthorizerSettings
