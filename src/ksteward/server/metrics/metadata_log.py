@@ -115,10 +115,16 @@ class MetadataLogCollector(Collector):
         if committer is None:
             return
         latency = committer.commit_latency
-        yield gauge(_RAFT + "commit_latency_avg", "Mean ms from append to commit per record, last 60 s (leader)",
-                    latency.avg())  # fmt: skip
-        yield gauge(_RAFT + "commit_latency_max", "Most ms from append to commit per record, last 60 s (leader)",
-                    latency.max())  # fmt: skip
+        yield gauge(
+            _RAFT + "commit_latency_avg",
+            "Mean ms from append to commit per record, Kafka's 2 x 30 s window (leader)",
+            latency.avg(),
+        )
+        yield gauge(
+            _RAFT + "commit_latency_max",
+            "Most ms from append to commit per record, Kafka's 2 x 30 s window (leader)",
+            latency.max(),
+        )
         yield summary("ksteward_metadata_log_fsync_time_ms", "Metadata log fsync time (ms)",
                       [({}, committer.fsync_ms, 0)], self._window)  # fmt: skip
         yield summary("ksteward_metadata_log_group_commit_batches", "Batches made durable by one fsync",
