@@ -40,8 +40,8 @@ from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.cluster import SECURITY_PROTOCOL_CODES
 from ksteward.controller.features import SUPPORTED_FEATURES
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.broker_metadata import BrokerMetadata
 from ksteward.server.controller_channel import ActiveControllerLink, Address, Connect
-from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ class BrokerLifecycle:
         cluster_id: str,
         incarnation_id: uuid.UUID,
         directory_id: uuid.UUID | None,
-        follower: MetadataFollower,
+        follower: BrokerMetadata,
         controller: Callable[[], Address],
         connect: Connect,
         backoff_s: float = 0.1,

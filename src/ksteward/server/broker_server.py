@@ -14,18 +14,15 @@ check) is left out.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import hashlib
 import logging
 import uuid
 from pathlib import Path
-from typing import Any
 
 from prometheus_client.registry import Collector
 
-from ksteward.broker.api_versions import api_versions_answer, request_error
-from ksteward.broker.context import ApiSpec, ApiTable, Node, RequestContext
+from ksteward.broker.context import ApiTable
 from ksteward.broker.forwarding import ForwardingManager
 from ksteward.configs.catalog import ConfigResourceType
 from ksteward.configs.resolve import ConfigResolver
@@ -33,32 +30,23 @@ from ksteward.configs.server_config import ConfigError, ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.metadata.image import MetadataImage
 from ksteward.metadata.meta_properties import FILE_NAME, MetaPropertiesError, ensure_meta_properties
-from ksteward.protocol.apis import ApiKey
-from ksteward.server.api_table import broker_api_table
 from ksteward.server.app import Server, StartupError
-from ksteward.server.broker_lifecycle import BrokerLifecycle
 from ksteward.server.collector import collector_paused, freeze_loaded_state
 from ksteward.server.connection import Forward
-from ksteward.server.controller_channel import (
-    Address,
-    ControllerChannel,
-    ControllerConnection,
-    controller_login,
-    open_controller_connection,
+from ksteward.server.controller_channel import Address, ControllerConnection, controller_login
+from ksteward.server.controller_links import (
+    ControllerLinks,
+    UnfenceAborted,
+    controller_connector,
+    forwarding_api_table,
+    metadata_directory_id,
 )
-from ksteward.server.isr_reporter import IsrReporter
 from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.metrics.collectors import ForwardingCollector, ImageCollector
 from ksteward.server.metrics.metadata_log import MetadataLogCollector, RaftView
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
-
-_CONNECT_TIMEOUT_S = 5.0
-
-
-#: The longest wait for this broker's image to show it unfenced before its listeners open anyway.
-_IMAGE_UNFENCE_WAIT_S = 10.0
 
 
 class BrokerServer(Server):
@@ -67,9 +55,7 @@ class BrokerServer(Server):
     def __init__(self, config: ServerConfig) -> None:
         super().__init__(config)
         self._follower: MetadataFollower | None = None
-        self._lifecycle: BrokerLifecycle | None = None
-        self._isr_reporter: IsrReporter | None = None
-        self._channel: ControllerChannel | None = None
+        self._links: ControllerLinks | None = None
         self._forwarding = ForwardingManager()
         self._resolver_cache: tuple[object, ConfigResolver] | None = None
         self._watchdog: asyncio.Task[None] | None = None
@@ -125,18 +111,13 @@ class BrokerServer(Server):
         bootstrap = cfg.controller_quorum_addresses
         # The broker's Raft observer bounds its requests with controller.quorum.request.timeout.ms.
         request_timeout_s = cfg.quorum.request_timeout_ms / 1000
-
-        async def connect(address: Address, timeout_s: float = _CONNECT_TIMEOUT_S) -> ControllerConnection:
-            connection, versions = await open_controller_connection(
-                address, sasl_plain=sasl_plain, client_id=f"ksteward-broker-{cfg.node_id}", timeout_s=timeout_s
-            )
-            self._forwarding.controller_api_versions = versions
-            return connection
+        connect = controller_connector(cfg, self._forwarding, sasl_plain)
 
         async def observer_connect(address: Address) -> ControllerConnection:
             # As a Raft request's: a voter that stopped (SIGSTOP) accepts the TCP connection but never answers
             # ApiVersions, and the observer moves on to another voter after controller.quorum.request.timeout.ms.
-            return await connect(address, request_timeout_s)
+            connection: ControllerConnection = await connect(address, request_timeout_s)
+            return connection
 
         def controller_address() -> Address:
             assert self._follower is not None
@@ -154,32 +135,16 @@ class BrokerServer(Server):
             voter_endpoints={v.node_id: (v.host, v.port) for v in cfg.quorum_voters},
             request_timeout_s=request_timeout_s,
         )
-        self._channel = ControllerChannel(
-            controller_address, self._forwarding, sasl_plain=sasl_plain, client_id=f"ksteward-forwarding-{cfg.node_id}"
-        )
-        self._lifecycle = BrokerLifecycle(
-            cfg,
-            cluster_id=self._cluster_id,
-            incarnation_id=self.incarnation_id,
-            directory_id=directory_id,
-            follower=self._follower,
-            controller=controller_address,
-            connect=connect,
-        )
-        lifecycle = self._lifecycle
-        self._isr_reporter = IsrReporter(
-            node_id=cfg.node_id,
-            follower=self._follower,
-            broker_epoch=lambda: lifecycle.broker_epoch,
-            controller=controller_address,
-            connect=connect,
-            interval_s=cfg.broker_heartbeat_interval_ms / 1000,
-        )
+        self._links = ControllerLinks(cfg, cluster_id=self._cluster_id, incarnation_id=self.incarnation_id,
+                                      directory_id=directory_id, metadata=self._follower,
+                                      controller=controller_address, connect=connect, forwarding=self._forwarding,
+                                      sasl_plain=sasl_plain)  # fmt: skip
         self._follower.start()
-        self._lifecycle.start()
-        self._channel.start()
-        self._isr_reporter.start()
-        await self._wait_until_unfenced()
+        self._links.start()
+        try:
+            await self._links.wait_until_unfenced(self._stopping)
+        except UnfenceAborted as exc:
+            raise StartupError(str(exc)) from None
         self._watchdog = asyncio.get_running_loop().create_task(self._stop_when_told(), name="broker-watchdog")
         runtimes = self._listener_runtimes()
         for endpoint in cfg.listeners:
@@ -191,8 +156,8 @@ class BrokerServer(Server):
     def _role_collectors(self) -> list[Collector]:
         """A broker-only node's: broker-metadata-metrics from its image, the log it observes, the forwarding queue."""
         follower = self.follower
-        assert self._channel is not None
-        channel = self._channel
+        assert self._links is not None
+        channel = self._links.channel
         observer, follower_log = follower.observer, follower.follower_log
         raft = RaftView(
             state=lambda: "observer",
@@ -225,49 +190,7 @@ class BrokerServer(Server):
         except MetaPropertiesError as exc:
             raise StartupError(str(exc)) from None
         self._decoy_secret = hashlib.sha256(meta).digest()
-        for line in meta.decode().splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "directory.id" and value.strip():
-                return uuid.UUID(bytes=base64.urlsafe_b64decode(value.strip() + "=="))
-        return None
-
-    async def _wait_until_unfenced(self) -> None:
-        """Client listeners open only once the controller has unfenced this broker (Kafka's
-        ``BrokerServer.startup`` waits for the initial catch-up and the unfencing)."""
-        assert self._lifecycle is not None and self._follower is not None
-        waits = {
-            asyncio.ensure_future(self._lifecycle.unfenced.wait()),
-            asyncio.ensure_future(self._stopping.wait()),
-            asyncio.ensure_future(self._follower.stopped.wait()),
-        }
-        try:
-            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
-        if self._follower.stopped.is_set():
-            raise StartupError(f"cannot follow the metadata log: {self._follower.failure}")
-        if self._stopping.is_set():
-            raise StartupError("stopped before the controller unfenced this broker")
-        await self._wait_until_image_unfenced()
-
-    async def _wait_until_image_unfenced(self) -> None:
-        """The heartbeat that unfences this broker can arrive before the record that says so: until this broker's
-        image has applied it, Metadata would list no alive broker and no controller (-1), and a client such as
-        librdkafka waits for a controller that its request timeout may not outlast. So the listeners open once the
-        image shows this broker unfenced, or after ``_IMAGE_UNFENCE_WAIT_S`` (then they open anyway)."""
-        assert self._follower is not None
-        node_id = self._config.node_id
-
-        def shown_unfenced() -> bool:
-            registration = self.image.cluster.get(node_id)
-            return registration is not None and not registration.fenced
-
-        try:
-            async with asyncio.timeout(_IMAGE_UNFENCE_WAIT_S):
-                await self._follower.wait_for(shown_unfenced)
-        except TimeoutError:
-            log.info("opening the listeners before this broker's image shows it unfenced")
+        return metadata_directory_id(cfg)
 
     async def _stop_when_told(self) -> None:
         """Stop the node when following fails for good (a RaftFatalError, a log that cannot be written)."""
@@ -279,22 +202,11 @@ class BrokerServer(Server):
 
     # --- listeners -----------------------------------------------------------------------------
     def _client_api_table(self) -> ApiTable:
-        """The broker's table, with ApiVersions advertising the controller's ranges for forwardable APIs."""
-        manager = self._forwarding
-
-        async def handle(node: Node, ctx: RequestContext, request: Any) -> Any:
-            advertised = manager.advertised_api_versions(dict(ctx.api_table.served))
-            return api_versions_answer(node, ctx, request_error(ctx, request), advertised)
-
-        specs = [
-            ApiSpec(s.api_key, s.min_version, s.max_version, handle) if s.api_key == ApiKey.API_VERSIONS else s
-            for s in broker_api_table()
-        ]
-        return ApiTable(specs)
+        return forwarding_api_table(self._forwarding)
 
     def _forward(self) -> Forward | None:
-        assert self._channel is not None
-        return self._channel.forward
+        assert self._links is not None
+        return self._links.channel.forward
 
     # --- shutdown ------------------------------------------------------------------------------
     async def stop(self) -> None:
@@ -302,19 +214,15 @@ class BrokerServer(Server):
         if self._watchdog is not None:
             with contextlib.suppress(Exception):
                 await cancel_and_wait(self._watchdog)
-        if self._lifecycle is not None and self._lifecycle.unfenced.is_set():
-            await self._lifecycle.shut_down(timeout_s=self._config.broker_session_timeout_ms / 1000)
+        if self._links is not None:
+            await self._links.shut_down()
         for bound in self._listeners:
             bound.server.close()
         # cancel_and_wait, not one cancel(): a handler's wait_for may swallow it (see server.tasks), and a
         # broker's connection would then keep fetching and hold the shutdown until the broker left.
         await asyncio.gather(*(cancel_and_wait(task) for task in list(self._connections)), return_exceptions=True)
-        if self._isr_reporter is not None:
-            await self._isr_reporter.close()
-        if self._lifecycle is not None:
-            await self._lifecycle.close()
-        if self._channel is not None:
-            await self._channel.close()
+        if self._links is not None:
+            await self._links.close()
         if self._follower is not None:
             await self._follower.close()
         if self._audit is not None:

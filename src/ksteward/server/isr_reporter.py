@@ -19,8 +19,8 @@ from kio.schema.errors import ErrorCode
 
 from ksteward.broker.isr_expansion import ALTER_PARTITION_VERSION, IsrExpansions, alter_partition_body
 from ksteward.protocol.apis import ApiKey
+from ksteward.server.broker_metadata import BrokerMetadata
 from ksteward.server.controller_channel import ActiveControllerLink, Address, Connect
-from ksteward.server.metadata_follower import MetadataFollower
 from ksteward.server.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class IsrReporter:
         self,
         *,
         node_id: int,
-        follower: MetadataFollower,
+        follower: BrokerMetadata,
         broker_epoch: Callable[[], int],
         controller: Callable[[], Address],
         connect: Connect,
