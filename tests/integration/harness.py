@@ -390,10 +390,15 @@ def kill_all() -> None:
 # --- a cluster: one controller-only node and broker-only nodes (issue 14) ------------------------------------
 
 
+#: The role of a combined node (``process.roles=broker,controller``).
+COMBINED = "broker,controller"
+
+
 class ClusterNode(KstewardServer):
     """One node of a cluster: ``role`` is ``"controller"`` (its only listener is CONTROLLER, which is then
-    also what readiness checks) or ``"broker"`` (a PLAINTEXT client listener; it finds the controller through
-    ``controller.quorum.bootstrap.servers``). Every node is formatted with the same ``cluster.id``."""
+    also what readiness checks), ``"broker"`` (a PLAINTEXT client listener; it finds the controller through
+    ``controller.quorum.bootstrap.servers``) or ``"broker,controller"`` (a combined voter of a quorum: both
+    listeners, readiness on PLAINTEXT). Every node is formatted with the same ``cluster.id``."""
 
     def __init__(
         self,
@@ -412,12 +417,12 @@ class ClusterNode(KstewardServer):
         self.controller_node = controller
         #: Every controller of a quorum (this node included when it is one); empty: ``controller`` alone.
         self.quorum = quorum  # the cluster's own list: it grows while the cluster is built
-        super().__init__(workdir, "server", overrides, name=f"{role}{node_id}")
+        super().__init__(workdir, "server", overrides, name=f"{'combined' if role == COMBINED else role}{node_id}")
 
     def voters(self) -> str:
         """``controller.quorum.voters`` of this node's quorum."""
         nodes = self.quorum or [self if self.role == "controller" else self.controller_node]
-        return ",".join(f"{n.cluster_node_id}@{HOST}:{n.port}" for n in nodes if n is not None)
+        return ",".join(f"{n.cluster_node_id}@{HOST}:{n.controller_port}" for n in nodes if n is not None)
 
     def quorum_state(self) -> dict[str, int] | None:
         """This controller's ``quorum-state`` file (docs/raft.md), or None while it has none."""
@@ -428,6 +433,9 @@ class ClusterNode(KstewardServer):
             return None
 
     def _pick_ports(self) -> None:
+        if self.role == COMBINED:
+            super()._pick_ports()
+            return
         self.port = free_port()
         self.controller_port = self.port  # a controller is reached on its controller listener; a broker has none
 
@@ -438,7 +446,13 @@ class ClusterNode(KstewardServer):
             "cluster.id": self.cluster_id_value,
             "metadata.log.dir": str(self.data_dir),
         }
-        if self.role == "controller":
+        if self.role == COMBINED:
+            base |= {
+                "listeners": f"PLAINTEXT://{HOST}:{self.port},CONTROLLER://{HOST}:{self.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
+                "controller.quorum.voters": self.voters(),
+            }
+        elif self.role == "controller":
             base |= {
                 "listeners": f"CONTROLLER://{HOST}:{self.port}",
                 "advertised.listeners": "",
@@ -451,7 +465,7 @@ class ClusterNode(KstewardServer):
             base |= {
                 "listeners": f"PLAINTEXT://{HOST}:{self.port}",
                 "advertised.listeners": f"PLAINTEXT://{HOST}:{self.port}",
-                "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{n.port}" for n in controllers),
+                "controller.quorum.bootstrap.servers": ",".join(f"{HOST}:{n.controller_port}" for n in controllers),
             }
             if self.quorum:  # the static voter set, for a leader named without its endpoint
                 base["controller.quorum.voters"] = self.voters()
@@ -469,12 +483,18 @@ CLUSTER_DEFAULTS = {
 
 
 class Cluster:
-    """``controllers`` controller-only nodes (1, ..., a quorum of voters, issue 18) and ``brokers`` broker-only
-    nodes (numbered after them), started in that order. ``controller`` is the first controller: with one, the
-    controller; with several, use :meth:`leader` for the active one."""
+    """``controllers`` controller-only nodes (1, ..., a quorum of voters, issue 18), or combined voters with
+    ``combined``, and ``brokers`` broker-only nodes (numbered after them), started in that order. ``controller``
+    is the first controller: with one, the controller; with several, use :meth:`leader` for the active one."""
 
     def __init__(
-        self, workdir: Path, brokers: int = 2, overrides: Mapping[str, str] | None = None, *, controllers: int = 1
+        self,
+        workdir: Path,
+        brokers: int = 2,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        controllers: int = 1,
+        combined: bool = False,
     ) -> None:
         from ksteward.metadata.meta_properties import random_uuid_text
 
@@ -483,8 +503,8 @@ class Cluster:
         self.controllers: list[ClusterNode] = []
         for i in range(controllers):
             quorum = self.controllers if controllers > 1 else []  # filled below: every node sees the whole list
-            self.controllers.append(ClusterNode(workdir, "controller", 1 + i, self.cluster_id, overrides=settings,
-                                                quorum=quorum))  # fmt: skip
+            self.controllers.append(ClusterNode(workdir, COMBINED if combined else "controller", 1 + i,
+                                                self.cluster_id, overrides=settings, quorum=quorum))  # fmt: skip
         self.controller = self.controllers[0]
         quorum = self.controllers if controllers > 1 else []
         first = controllers + 1

@@ -46,10 +46,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from ksteward.server.app import Server, StartupError
     from ksteward.server.broker_server import BrokerServer
+    from ksteward.server.combined_quorum import CombinedQuorumServer, is_combined_voter
 
     async def main() -> int:
-        # A broker-only node has no controller inside it: it follows the controller's log and forwards.
-        server = BrokerServer(config) if config.is_broker_only else Server(config)
+        # A broker-only node has no controller inside it: it follows the controller's log and forwards. A
+        # combined voter of several shares its voter's log, and forwards to whichever voter leads.
+        server: Server
+        if config.is_broker_only:
+            server = BrokerServer(config)
+        elif is_combined_voter(config):
+            server = CombinedQuorumServer(config)
+        else:
+            server = Server(config)
         server.install_signal_handlers()  # before anyone can see the ready line and signal us
         try:
             await server.start()

@@ -17,7 +17,7 @@ import logging
 import signal
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,6 +190,15 @@ class Server:
         return dirs
 
     async def start(self) -> None:
+        await self._start_controller()
+        runtimes = self._listener_runtimes()
+        await self._bind_listeners(self._config.listeners, runtimes)
+        self._start_quorum()  # after the listeners: the other voters reach this one there
+        await self._start_metrics()
+
+    async def _start_controller(self) -> None:
+        """Everything before the listeners: the data directories, the log and image, the authorizer, the
+        committer and the controller, and (one voter) the new epoch's first record."""
         cfg = self._config
         self._prepare_metrics()
         dirs = self._lock_data_dirs()
@@ -238,7 +247,9 @@ class Server:
         membership = ClusterControlManager(
             self._cluster_id,
             session_timeout_s=cfg.broker_session_timeout_ms / 1000,
-            local_broker_id=cfg.node_id if cfg.is_broker else None,
+            # A combined node's broker registers in process with its own, lone controller; in a quorum of
+            # several voters it registers with whichever leads (server.combined_quorum).
+            local_broker_id=cfg.node_id if cfg.is_broker and not self._several_voters else None,
         )
         self._controller = Controller(self._committer, topics, configs, membership, clock=time.monotonic)
         self._controller.mutation_quotas = self._mutation_quotas()
@@ -253,7 +264,7 @@ class Server:
             await self._committer.begin_epoch(leader_change(cfg.node_id, (cfg.node_id,), (cfg.node_id,)))
             log.info("leading the metadata log in epoch %d", epoch)
             await self._controller.bootstrap(self._broker_registration())
-        if cfg.is_broker:  # its own broker leads partitions too (docs/reassignment.md, "Catching up")
+        if cfg.is_broker and not self._several_voters:  # its own broker leads partitions too (docs/reassignment.md)
             self._committer.publish_hooks.append(LocalIsrReporter(self._controller, cfg.node_id).on_publish)
         self._session_check = asyncio.get_running_loop().create_task(
             fence_stale_brokers(self._controller, self._config.broker_session_timeout_ms), name="broker-session-check"
@@ -264,17 +275,19 @@ class Server:
         if cfg.metadata_max_idle_interval_ms > 0:
             noops = write_noop_records(self._controller, cfg.metadata_max_idle_interval_ms)
             self._noop_writer = asyncio.get_running_loop().create_task(noops, name="noop-record-writer")
-        runtimes = self._listener_runtimes()
-        for endpoint in cfg.listeners:
+
+    async def _bind_listeners(self, endpoints: Iterable[Endpoint], runtimes: Mapping[str, ListenerRuntime]) -> None:
+        for endpoint in endpoints:
             await self._bind(endpoint, runtimes[endpoint.name])
-        for bound in self._listeners:
-            log.info("listening on %s", bound.endpoint)
-        if self._quorum is not None:  # after the listeners: the other voters reach this one there
+            log.info("listening on %s", self._listeners[-1].endpoint)
+
+    def _start_quorum(self) -> None:
+        """Start the Raft voter of a quorum of several (nothing for one voter, which already leads)."""
+        if self._quorum is not None:
             try:
                 self._quorum.start()
             except QuorumStateError as exc:
                 raise StartupError(str(exc)) from None
-        await self._start_metrics()
 
     @property
     def _several_voters(self) -> bool:

@@ -68,6 +68,8 @@ class PublishedMetadata:
         self._leader_address = leader_address
         self._published = asyncio.Event()
         self._stopped = asyncio.Event()
+        self._target = -1  # the first high watermark learnt, to catch up to
+        self._caught_up = False
 
     @property
     def image(self) -> MetadataImage:
@@ -79,8 +81,16 @@ class PublishedMetadata:
 
     @property
     def caught_up(self) -> bool:
-        high_watermark = self._high_watermark()
-        return high_watermark >= 0 and self._image().offset + 1 >= high_watermark
+        """Once the image held every record below the first high watermark this voter learnt, and from then on.
+        Not "below the current one": a standby replays what the high watermark passes in batches (up to
+        ``server.quorum.STANDBY_APPLY_DELAY_S`` apart) while records keep being committed (the NoOpRecords of
+        ``metadata.max.idle.interval.ms`` among them), so its image is behind the current high watermark most of
+        the time, and a broker that waited for that would ask to stay fenced for good."""
+        if not self._caught_up:
+            if self._target < 0:
+                self._target = self._high_watermark()
+            self._caught_up = self._target >= 0 and self._image().offset + 1 >= self._target
+        return self._caught_up
 
     @property
     def controller_address(self) -> Address | None:

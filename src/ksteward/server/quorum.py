@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from ksteward.configs.server_config import ConfigError, ServerConfig
+from ksteward.configs.server_config import ServerConfig
 from ksteward.controller.active import Controller
 from ksteward.controller.result import NotControllerError
 from ksteward.metadata.log import MetadataLog, MetadataLogError
@@ -443,12 +443,8 @@ def build_quorum_driver(
     controller: Controller,
     endpoints: Mapping[str, tuple[str, int]],
 ) -> QuorumDriver:
-    """The voter of a controller-only node and the controller on top of it; raises ConfigError or ValueError
-    for what cannot run. A combined node (``broker,controller``) with several voters would need its broker
-    to register with, and forward to, whichever voter leads: not built yet."""
-    if config.is_broker:
-        raise ConfigError("process.roles=broker,controller with several controller.quorum.voters is not "
-                          "supported yet: run the voters as process.roles=controller")  # fmt: skip
+    """The voter of a node in a quorum of several (controller-only or combined) and the controller on top of
+    it; raises ConfigError or ValueError for what cannot run."""
     role = ControllerQuorumRole(node_id=config.node_id, metadata_log=metadata_log, committer=committer,
                                 controller=controller)  # fmt: skip
     # On activation: finalize the features of a new log (the first leader of a new cluster), as a single
