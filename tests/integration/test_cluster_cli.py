@@ -44,21 +44,22 @@ def consecutive_free_ports(count: int) -> int:
 class ClusterUp:
     """One ``ksteward cluster up`` process, its output in a file, and a way to kill everything it started."""
 
-    def __init__(self, directory: Path, brokers: int, controllers: int = 1) -> None:
+    def __init__(self, directory: Path, brokers: int, controllers: int = 1, *, combined: bool = False) -> None:
         self.directory = directory
         self.brokers = brokers
         self.controllers = controllers
+        self.combined = combined  # the controllers are combined nodes: each has a client and a controller port
         self.proc: subprocess.Popen[bytes] | None = None
         self.output = directory.parent / f"{directory.name}-up-{id(self)}.out"
 
     def start(self) -> str:
         """Start ``up`` on free ports; returns the bootstrap.servers value once it is printed."""
         for _ in range(3):  # a port taken between our check and `up`'s own check: try other ports
-            base = consecutive_free_ports(self.brokers + self.controllers)
+            base = consecutive_free_ports(self.brokers + self.controllers * (2 if self.combined else 1))
             with self.output.open("wb") as out:
                 command = [sys.executable, "-m", "ksteward.cli.main", "cluster", "up", "--brokers", str(self.brokers),
                            "--controllers", str(self.controllers), "--dir", str(self.directory),
-                           "--base-port", str(base)]  # fmt: skip
+                           "--base-port", str(base), *(["--combined"] if self.combined else [])]  # fmt: skip
                 self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=server_env())
             bootstrap = wait_for(self._bootstrap_or_exit, UP_TIMEOUT, "`cluster up` to print bootstrap.servers")
             if bootstrap != "exited":

@@ -54,3 +54,36 @@ def test_up_with_three_controllers_elects_one_and_the_brokers_follow_it(tmp_path
         assert "stopping the brokers, then the controllers" in up.text()
     finally:
         up.kill()
+
+
+def test_up_with_three_combined_controllers_serves_clients_on_each(tmp_path: Path) -> None:
+    """``--combined``: three ``broker,controller`` nodes and no broker-only node; every node serves clients,
+    DescribeQuorum through any of them reaches the leader, and Ctrl-C stops them one at a time."""
+    up = ClusterUp(tmp_path / "combined", brokers=0, controllers=3, combined=True)
+    try:
+        bootstrap = up.start()  # printed once all three brokers serve: registered with, and unfenced by, the leader
+        assert [(n["node_id"], n["role"]) for n in up.state()["nodes"]] == [
+            (1, "broker,controller"), (2, "broker,controller"), (3, "broker,controller")
+        ]  # fmt: skip
+        assert len(bootstrap.split(",")) == 3
+        leaders = set()
+        for address in bootstrap.split(","):
+            shown = ksteward_cli("metadata", "quorum", "--bootstrap-server", address, "describe", "--status")
+            assert shown.returncode == 0, shown.stderr
+            leaders.add(shown.stdout.splitlines()[1])
+        assert len(leaders) == 1 and next(iter(leaders)).split()[-1] in {"1", "2", "3"}
+        created = ksteward_cli("topics", "--bootstrap-server", bootstrap, "--create", "--topic", "orders",
+                               "--partitions", "3", "--replication-factor", "3")  # fmt: skip
+        assert created.returncode == 0, created.stderr
+
+        def status_rows() -> list[str] | None:
+            shown = ksteward_cli("cluster", "status", "--dir", str(tmp_path / "combined")).stdout.splitlines()
+            rows = [line for line in shown if " broker,controller " in line]
+            return rows if sum("(follows" in r for r in rows) == 2 and sum("(leader" in r for r in rows) == 1 else None
+
+        wait_for(status_rows, 30.0, "cluster status to show one leader and two followers")
+        assert up.proc is not None
+        up.proc.send_signal(signal.SIGINT)
+        assert up.proc.wait(90) == 0
+    finally:
+        up.kill()

@@ -3,7 +3,9 @@
 ``--controllers N`` (default 1) starts N controller-only nodes, 1..N, all listed in ``controller.quorum.voters``:
 with N > 1 they form a KRaft quorum and elect the active controller among themselves (KIP-595; 3 or 5 survive
 the loss of 1 or 2). The brokers are nodes N+1.., and find the active controller through
-``controller.quorum.bootstrap.servers``, which lists every controller.
+``controller.quorum.bootstrap.servers``, which lists every controller. With ``--combined`` the controllers are
+combined nodes (``process.roles=broker,controller``, Kafka's combined mode): each serves clients too, and
+``--brokers`` may be 0.
 
 ``up`` writes one properties file per node under ``--dir``, starts each node as a ``ksteward serve``
 subprocess, waits for every ready line, prints the nodes and the bootstrap strings, and supervises them until
@@ -33,6 +35,7 @@ from typing import Any
 HOST = "127.0.0.1"
 READY_LINE = "is serving on"
 STATE_FILE = "cluster.json"
+COMBINED = "broker,controller"
 POLL_INTERVAL = 0.1  # how often the supervisor looks at its children (it reacts to exits, never waits on time)
 
 EXAMPLES = """\
@@ -40,6 +43,7 @@ examples:
   ksteward cluster up                       # controller on 9095, brokers 2-4 on 9092-9094, data in ./cluster-data
   ksteward cluster up --brokers 2 --base-port 19092 --dir /tmp/kc
   ksteward cluster up --controllers 3 --brokers 3   # a quorum of 3 voters (1-3) on 9095-9097, brokers 4-6
+  ksteward cluster up --controllers 3 --combined --brokers 0   # 3 combined nodes: clients on 9092-9094
   ksteward cluster status                   # from another terminal: each node, alive or dead
   ksteward cluster restart 3                # SIGTERM broker 3; `up` starts it again; waits until it serves
 Ctrl-C (or SIGTERM) on `up` stops the brokers (controlled shutdown), then the controllers.
@@ -51,9 +55,10 @@ class Node:
     """One node of the local cluster and, while ``up`` runs, its process."""
 
     node_id: int
-    role: str  # "controller" or "broker"
-    port: int
+    role: str  # "controller", "broker" or COMBINED
+    port: int  # the client listener's (a controller-only node's: its controller listener's)
     directory: Path
+    controller_port: int | None = None  # a combined node's controller listener
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
     ready: bool = False
@@ -66,6 +71,19 @@ class Node:
     @property
     def address(self) -> str:
         return f"{HOST}:{self.port}"
+
+    @property
+    def is_voter(self) -> bool:
+        return self.role in ("controller", COMBINED)
+
+    @property
+    def serves_clients(self) -> bool:
+        return self.role in ("broker", COMBINED)
+
+    @property
+    def controller_address(self) -> str:
+        """Where the other nodes reach this voter: its controller listener."""
+        return f"{HOST}:{self.port if self.controller_port is None else self.controller_port}"
 
     @property
     def metadata_log_dir(self) -> Path:
@@ -100,12 +118,15 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     voters = "controller-only nodes, all voters of the quorum (default 1; 3 or 5 to survive failures)"
     up.add_argument("--controllers", type=int, default=1, help=voters)
-    up.add_argument("--brokers", type=int, default=3, help="how many broker-only nodes (default 3)")
+    up.add_argument("--combined", action="store_true",
+                    help="the controllers are combined nodes (process.roles=broker,controller) that serve clients "
+                         "too, on the first client ports")  # fmt: skip
+    up.add_argument("--brokers", type=int, default=3, help="how many broker-only nodes (default 3; 0 with --combined)")
     up.add_argument(
         "--base-port",
         type=int,
         default=9092,
-        help="brokers listen on BASE, BASE+1, ...; the controllers from BASE+BROKERS on (default 9092)",
+        help="the nodes that serve clients listen on BASE, BASE+1, ...; the controller listeners follow (default 9092)",
     )
     up.add_argument("--start-timeout", type=float, default=60.0, help="seconds to wait for each ready line")
     _dir_argument(up)
@@ -130,14 +151,26 @@ def _dir_argument(p: argparse.ArgumentParser) -> None:
 # --- layout: ports, properties files, the cluster id --------------------------------------------------------
 
 
-def plan_nodes(directory: Path, brokers: int, base_port: int, controllers: int = 1) -> list[Node]:
+def plan_nodes(
+    directory: Path, brokers: int, base_port: int, controllers: int = 1, *, combined: bool = False
+) -> list[Node]:
     """Nodes 1..controllers are the controllers, on base_port+brokers, ...; brokers are the next nodes, on
-    base_port, base_port+1, ... (one controller: node 1, brokers 2..brokers+1, as before there were several)."""
-    nodes = [Node(1 + i, "controller", base_port + brokers + i, directory / f"controller-{1 + i}")
-             for i in range(controllers)]  # fmt: skip
+    base_port, base_port+1, ... (one controller: node 1, brokers 2..brokers+1, as before there were several).
+    ``combined``: the controllers serve clients on base_port, ...; the brokers on the next ports, and the
+    controllers' controller listeners after those."""
+    nodes = []
+    if combined:
+        clients = controllers + brokers
+        nodes = [Node(1 + i, COMBINED, base_port + i, directory / f"combined-{1 + i}", base_port + clients + i)
+                 for i in range(controllers)]  # fmt: skip
+        first_broker_port = base_port + controllers
+    else:
+        nodes = [Node(1 + i, "controller", base_port + brokers + i, directory / f"controller-{1 + i}")
+                 for i in range(controllers)]  # fmt: skip
+        first_broker_port = base_port
     for i in range(brokers):
         node_id = controllers + 1 + i
-        nodes.append(Node(node_id, "broker", base_port + i, directory / f"broker-{node_id}"))
+        nodes.append(Node(node_id, "broker", first_broker_port + i, directory / f"broker-{node_id}"))
     return nodes
 
 
@@ -154,8 +187,8 @@ def cluster_id_for(directory: Path) -> str:
 
 
 def node_properties(node: Node, controllers: list[Node], cluster_id: str) -> dict[str, str]:
-    """Kafka's keys for a controller-only or a broker-only node (docs/cluster.md, "Configuration"): every
-    controller is a voter; brokers discover the active one among them all."""
+    """Kafka's keys for a controller-only, a broker-only or a combined node (docs/cluster.md, "Configuration"):
+    every controller is a voter; brokers discover the active one among them all."""
     props = {
         "process.roles": node.role,
         "node.id": str(node.node_id),
@@ -164,20 +197,25 @@ def node_properties(node: Node, controllers: list[Node], cluster_id: str) -> dic
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "metadata.log.dir": str(node.metadata_log_dir),
     }
-    if node.role == "controller":
+    voters = ",".join(f"{c.node_id}@{c.controller_address}" for c in controllers)
+    if node.role == COMBINED:
         props |= {
-            "listeners": f"CONTROLLER://{node.address}",
-            "controller.quorum.voters": ",".join(f"{c.node_id}@{c.address}" for c in controllers),
+            "listeners": f"PLAINTEXT://{node.address},CONTROLLER://{node.controller_address}",
+            "advertised.listeners": f"PLAINTEXT://{node.address}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "controller.quorum.voters": voters,
         }
+    elif node.role == "controller":
+        props |= {"listeners": f"CONTROLLER://{node.address}", "controller.quorum.voters": voters}
     else:
         props |= {
             "listeners": f"PLAINTEXT://{node.address}",
             "advertised.listeners": f"PLAINTEXT://{node.address}",
             "inter.broker.listener.name": "PLAINTEXT",
-            "controller.quorum.bootstrap.servers": ",".join(c.address for c in controllers),
+            "controller.quorum.bootstrap.servers": ",".join(c.controller_address for c in controllers),
         }
         if len(controllers) > 1:  # a static quorum: brokers map the leader's id to its address (kraft.version 0)
-            props["controller.quorum.voters"] = ",".join(f"{c.node_id}@{c.address}" for c in controllers)
+            props["controller.quorum.voters"] = voters
     return props
 
 
@@ -190,12 +228,12 @@ def write_properties(node: Node, props: dict[str, str]) -> None:
 
 def ports_in_use(nodes: list[Node]) -> list[int]:
     taken = []
-    for node in nodes:
+    for port in [n.port for n in nodes] + [n.controller_port for n in nodes if n.controller_port is not None]:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
-                s.bind((HOST, node.port))
+                s.bind((HOST, port))
             except OSError:
-                taken.append(node.port)
+                taken.append(port)
     return taken
 
 
@@ -305,7 +343,7 @@ class Supervisor:
         return "\n".join("    " + line for line in text.splitlines()[-lines:])
 
     def start_all(self) -> bool:
-        controllers = [n for n in self.nodes if n.role == "controller"]
+        controllers = [n for n in self.nodes if n.is_voter]
         brokers = [n for n in self.nodes if n.role == "broker"]
         for controller in controllers:  # together: the voters of a quorum elect a leader once a majority is up
             self.spawn(controller, "starting")
@@ -332,10 +370,12 @@ class Supervisor:
             time.sleep(POLL_INTERVAL)
 
     def stop_all(self, timeout: float = 30.0) -> None:
-        """Brokers first (SIGTERM: their controlled shutdown needs the controller), then the controllers."""
+        """Brokers first (SIGTERM: their controlled shutdown needs the controller), then the controllers; combined
+        nodes one at a time, so that a majority of voters is up for each one's controlled shutdown."""
         brokers = [n for n in self.nodes if n.role == "broker"]
         controllers = [n for n in self.nodes if n.role == "controller"]
-        for group in (brokers, controllers):
+        combined = [[n] for n in self.nodes if n.role == COMBINED]
+        for group in (brokers, *combined, controllers):
             for node in group:
                 if node.proc is not None and node.proc.poll() is None:
                     node.proc.send_signal(signal.SIGTERM)
@@ -353,8 +393,9 @@ class Supervisor:
 
 
 def run_up(args: argparse.Namespace) -> int:
-    if args.brokers < 1 or args.controllers < 1:
-        print("ksteward cluster: --brokers and --controllers must be at least 1", file=sys.stderr)
+    if args.controllers < 1 or args.brokers < (0 if args.combined else 1):
+        print("ksteward cluster: --controllers must be at least 1, and --brokers too unless --combined",
+              file=sys.stderr)  # fmt: skip
         return 2
     directory = Path(args.dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -362,14 +403,14 @@ def run_up(args: argparse.Namespace) -> int:
     if state is not None and state.get("pid") != os.getpid() and pid_alive(state.get("pid")):
         print(f"ksteward cluster: a cluster is already up on {directory} (pid {state['pid']})", file=sys.stderr)
         return 1
-    nodes = plan_nodes(directory, args.brokers, args.base_port, args.controllers)
+    nodes = plan_nodes(directory, args.brokers, args.base_port, args.controllers, combined=args.combined)
     taken = ports_in_use(nodes)
     if taken:
         print(f"ksteward cluster: ports already in use on {HOST}: {taken}; choose another --base-port", file=sys.stderr)
         return 1
     cluster_id = cluster_id_for(directory)
     for node in nodes:
-        write_properties(node, node_properties(node, [n for n in nodes if n.role == "controller"], cluster_id))
+        write_properties(node, node_properties(node, [n for n in nodes if n.is_voter], cluster_id))
     supervisor = Supervisor(directory, nodes, cluster_id, args.start_timeout)
     previous = {sig: signal.signal(sig, supervisor.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -394,11 +435,11 @@ def _stopped_by_signal(supervisor: Supervisor) -> bool:
 
 def print_table(cluster_id: str, nodes: list[Node], directory: Path) -> None:
     print(f"ksteward cluster {cluster_id}: data and logs under {directory}")
-    print(f"  {'node':>4}  {'role':<10}  {'address':<21}  log")
+    print(f"  {'node':>4}  {'role':<17}  {'address':<21}  log")
     for n in nodes:
-        print(f"  {n.node_id:>4}  {n.role:<10}  {n.address:<21}  {n.log_path}")
-    brokers = ",".join(n.address for n in nodes if n.role == "broker")
-    controllers = ",".join(n.address for n in nodes if n.role == "controller")
+        print(f"  {n.node_id:>4}  {n.role:<17}  {n.address:<21}  {n.log_path}")
+    brokers = ",".join(n.address for n in nodes if n.serves_clients)
+    controllers = ",".join(n.controller_address for n in nodes if n.is_voter)
     print(f"bootstrap.servers={brokers}")
     print(f"bootstrap.controllers={controllers}")
     print("restart a node with `ksteward cluster restart NODE_ID`; stop the cluster with Ctrl-C", flush=True)
@@ -457,14 +498,14 @@ def run_status(args: argparse.Namespace) -> int:
         return 1
     up = pid_alive(state.get("pid"))
     print(f"ksteward cluster {state['cluster_id']}: supervisor pid {state['pid']} {'up' if up else 'not running'}")
-    print(f"  {'node':>4}  {'role':<10}  {'address':<21}  {'pid':>7}  state")
-    several_voters = sum(n["role"] == "controller" for n in state["nodes"]) > 1
+    print(f"  {'node':>4}  {'role':<17}  {'address':<21}  {'pid':>7}  state")
+    several_voters = sum(n["role"] in ("controller", COMBINED) for n in state["nodes"]) > 1
     for n in state["nodes"]:
         alive = pid_alive(n["pid"])
         what = ("serving" if n["ready"] else "starting") if alive else "dead"
-        if alive and several_voters and n["role"] == "controller":
+        if alive and several_voters and n["role"] in ("controller", COMBINED):
             what += f" ({quorum_role(n)})"
-        print(f"  {n['node_id']:>4}  {n['role']:<10}  {n['address']:<21}  {n['pid'] or '-':>7}  {what}")
+        print(f"  {n['node_id']:>4}  {n['role']:<17}  {n['address']:<21}  {n['pid'] or '-':>7}  {what}")
     return 0 if up else 1
 
 

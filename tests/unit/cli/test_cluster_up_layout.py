@@ -49,3 +49,22 @@ def test_controllers_is_a_flag_of_up_with_default_one() -> None:
     parser = build_parser()
     assert parser.parse_args(["cluster", "up"]).controllers == 1
     assert parser.parse_args(["cluster", "up", "--controllers", "3", "--brokers", "3"]).controllers == 3
+
+
+def test_combined_controllers_serve_clients_first_and_list_their_controller_listeners_as_voters(tmp_path: Path) -> None:
+    nodes = plan_nodes(tmp_path, 1, 9092, controllers=3, combined=True)
+    assert [(n.node_id, n.role, n.port, n.controller_port) for n in nodes] == [
+        (1, "broker,controller", 9092, 9096),
+        (2, "broker,controller", 9093, 9097),
+        (3, "broker,controller", 9094, 9098),
+        (4, "broker", 9095, None),
+    ]
+    controllers = nodes[:3]
+    voters = "1@127.0.0.1:9096,2@127.0.0.1:9097,3@127.0.0.1:9098"
+    props = node_properties(nodes[0], controllers, "c")
+    assert (props["process.roles"], props["controller.quorum.voters"]) == ("broker,controller", voters)
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9096"
+    assert props["advertised.listeners"] == "PLAINTEXT://127.0.0.1:9092"
+    broker = node_properties(nodes[3], controllers, "c")
+    assert broker["controller.quorum.bootstrap.servers"] == "127.0.0.1:9096,127.0.0.1:9097,127.0.0.1:9098"
+    assert build_parser().parse_args(["cluster", "up", "--combined", "--brokers", "0"]).combined
