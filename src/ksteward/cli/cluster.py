@@ -106,8 +106,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "cluster",
         help="run a local cluster: controllers and brokers on loopback",
-        description="A local cluster of controller-only nodes (1..N, one KRaft quorum) and broker-only nodes "
-        "(N+1, N+2, ...).",
+        description="A local cluster of controller-only nodes (1..N, one KRaft quorum; combined "
+        "broker,controller nodes with --combined) and broker-only nodes (N+1, N+2, ...).",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
