@@ -146,11 +146,7 @@ class BrokerServer(Server):
         except UnfenceAborted as exc:
             raise StartupError(str(exc)) from None
         self._watchdog = asyncio.get_running_loop().create_task(self._stop_when_told(), name="broker-watchdog")
-        runtimes = self._listener_runtimes()
-        for endpoint in cfg.listeners:
-            await self._bind(endpoint, runtimes[endpoint.name])
-        for bound in self._listeners:
-            log.info("listening on %s", bound.endpoint)
+        await self._bind_listeners(cfg.listeners, self._listener_runtimes())
         await self._start_metrics()
 
     def _role_collectors(self) -> list[Collector]:
