@@ -36,6 +36,7 @@ HOST = "127.0.0.1"
 READY_LINE = "is serving on"
 STATE_FILE = "cluster.json"
 COMBINED = "broker,controller"
+VOTER_ROLES = ("controller", COMBINED)  # the roles listed in controller.quorum.voters
 POLL_INTERVAL = 0.1  # how often the supervisor looks at its children (it reacts to exits, never waits on time)
 
 EXAMPLES = """\
@@ -74,7 +75,7 @@ class Node:
 
     @property
     def is_voter(self) -> bool:
-        return self.role in ("controller", COMBINED)
+        return self.role in VOTER_ROLES
 
     @property
     def serves_clients(self) -> bool:
@@ -158,7 +159,6 @@ def plan_nodes(
     base_port, base_port+1, ... (one controller: node 1, brokers 2..brokers+1, as before there were several).
     ``combined``: the controllers serve clients on base_port, ...; the brokers on the next ports, and the
     controllers' controller listeners after those."""
-    nodes = []
     if combined:
         clients = controllers + brokers
         nodes = [Node(1 + i, COMBINED, base_port + i, directory / f"combined-{1 + i}", base_port + clients + i)
@@ -499,11 +499,11 @@ def run_status(args: argparse.Namespace) -> int:
     up = pid_alive(state.get("pid"))
     print(f"ksteward cluster {state['cluster_id']}: supervisor pid {state['pid']} {'up' if up else 'not running'}")
     print(f"  {'node':>4}  {'role':<17}  {'address':<21}  {'pid':>7}  state")
-    several_voters = sum(n["role"] in ("controller", COMBINED) for n in state["nodes"]) > 1
+    several_voters = sum(n["role"] in VOTER_ROLES for n in state["nodes"]) > 1
     for n in state["nodes"]:
         alive = pid_alive(n["pid"])
         what = ("serving" if n["ready"] else "starting") if alive else "dead"
-        if alive and several_voters and n["role"] in ("controller", COMBINED):
+        if alive and several_voters and n["role"] in VOTER_ROLES:
             what += f" ({quorum_role(n)})"
         print(f"  {n['node_id']:>4}  {n['role']:<17}  {n['address']:<21}  {n['pid'] or '-':>7}  {what}")
     return 0 if up else 1

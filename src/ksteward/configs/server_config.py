@@ -119,6 +119,11 @@ class ServerConfig:
         return tuple((v.host, v.port) for v in self.quorum_voters)
 
     @property
+    def quorum_voter_endpoints(self) -> dict[int, tuple[str, int]]:
+        """Each static voter's controller listener, by node id (``controller.quorum.voters``)."""
+        return {v.node_id: (v.host, v.port) for v in self.quorum_voters}
+
+    @property
     def is_broker(self) -> bool:
         return "broker" in self.process_roles
 

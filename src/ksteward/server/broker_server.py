@@ -132,7 +132,7 @@ class BrokerServer(Server):
             directory_id=directory_id,
             bootstrap=bootstrap,
             connect=observer_connect,
-            voter_endpoints={v.node_id: (v.host, v.port) for v in cfg.quorum_voters},
+            voter_endpoints=cfg.quorum_voter_endpoints,
             request_timeout_s=request_timeout_s,
         )
         self._links = ControllerLinks(cfg, cluster_id=self._cluster_id, incarnation_id=self.incarnation_id,

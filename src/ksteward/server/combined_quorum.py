@@ -62,7 +62,7 @@ class CombinedQuorumServer(Server):
         await self._start_controller()
         assert self._quorum is not None and self._committer is not None
         voter, committer = self._quorum.voter, self._committer
-        voters = {v.node_id: (v.host, v.port) for v in cfg.quorum_voters}
+        voters = cfg.quorum_voter_endpoints
         bootstrap = cfg.controller_quorum_addresses
 
         def leader_address() -> Address | None:

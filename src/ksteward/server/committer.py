@@ -128,7 +128,7 @@ class GroupCommitter:
         #: Kafka's raft-metrics ``commit-latency-avg`` / ``-max``: ms per record from a batch's append to its
         #: commit (``KafkaRaftClient.appendBatch``): with several voters, until the high watermark passes it.
         self.commit_latency = SampledAvgMax()
-        self._appended_at: dict[int, float] = {}  # last offset of a batch of records -> its append time
+        self._appended_at: dict[int, tuple[float, int]] = {}  # a batch's last offset -> (append time, records)
         self.last_snapshot: SnapshotFacts | None = None
 
     @property
@@ -226,7 +226,7 @@ class GroupCommitter:
         """Publish the batch ending at ``last_offset`` once durable; the future resolves with that offset."""
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         if records:
-            self._appended_at[last_offset] = time.monotonic()
+            self._appended_at[last_offset] = (time.monotonic(), len(records))
         if self._quorum:  # never in line: the commit waits for the other voters anyway
             self._pending.append((last_offset, self._latest, records, future))
             if self._on_append is not None:
@@ -244,7 +244,7 @@ class GroupCommitter:
                 self._fail_writes(exc)
                 raise
             self._answer_when_published(self._publish(self._latest, records), future, last_offset)
-            self._committed(last_offset, records)
+            self._committed(last_offset)
             self._maybe_snapshot()
             return future
         if self._inline_left and not self._flushing and not self._pending:
@@ -270,7 +270,7 @@ class GroupCommitter:
             self._fail_writes(exc)
             return
         self._answer_when_published(self._publish(self._latest, records), future, last_offset)
-        self._committed(last_offset, records)
+        self._committed(last_offset)
         self._maybe_snapshot()
         self._inline_this_turn = True
         asyncio.get_running_loop().call_soon(self._end_inline_turn)
@@ -347,7 +347,7 @@ class GroupCommitter:
         while self._pending and self._pending[0][0] <= target:
             offset, image, records, fut = self._pending.popleft()
             self._answer_when_published(self._make_visible(image, records), fut, offset)
-            self._committed(offset, records)
+            self._committed(offset)
             durable.append((image, records))
         self.batches_per_fsync.observe(len(durable))
         self._note_solo(len(durable))
@@ -416,7 +416,7 @@ class GroupCommitter:
         while self._uncommitted and self._uncommitted[0][0] < high_watermark:
             offset, image, records, fut = self._uncommitted.popleft()
             self._answer_when_published(self._make_visible(image, records), fut, offset)
-            self._committed(offset, records)
+            self._committed(offset)
             committed.append((image, records))
         for image, records in committed:
             self._run_hooks(image, records)
@@ -476,11 +476,13 @@ class GroupCommitter:
             return self._on_publish(image, records)
         return None
 
-    def _committed(self, offset: int, records: list[Any]) -> None:
-        """The batch ending at ``offset`` is committed: its commit latency, per record, as Kafka counts it."""
+    def _committed(self, offset: int) -> None:
+        """The batch ending at ``offset`` is committed: its commit latency, per record, as Kafka counts it (a
+        batch with no records, such as the epoch's LeaderChange, was not noted and is not counted)."""
         appended = self._appended_at.pop(offset, None)
-        if appended is not None and records:
-            self.commit_latency.record((time.monotonic() - appended) * 1000 / len(records))
+        if appended is not None:
+            at, records = appended
+            self.commit_latency.record((time.monotonic() - at) * 1000 / records)
 
     @staticmethod
     def _answer_when_published(applying: asyncio.Future[None] | None, future: asyncio.Future[int], offset: int) -> None:

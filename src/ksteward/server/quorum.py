@@ -145,7 +145,7 @@ class QuorumDriver:
         self._log = metadata_log
         self._role = role
         self._config = config.quorum
-        voters = {v.node_id: (v.host, v.port) for v in config.quorum_voters}
+        voters = config.quorum_voter_endpoints
         self._state_path = metadata_log.directory / QUORUM_STATE_FILE
         self._follower_log = FollowerLog(metadata_log)
         # The leader serves its log up to its end, before its own fsync, as Kafka's leader does (log-end isolation;
