@@ -49,6 +49,7 @@ test: dev
 test-slow: dev
 	KSTEWARD_FAULT_CYCLES=20 $(PY) -m pytest -q -s tests/integration/test_crash_safety.py \
 		tests/integration/test_cluster_faults.py tests/integration/test_quorum_failover.py \
+		tests/integration/test_combined_quorum.py \
 		tests/pipeline/test_spark_standalone.py::test_an_audit_survives_the_loss_of_its_executor
 	KSTEWARD_RAFT_SIM_SEEDS=100 $(PY) -m pytest -q tests/unit/raft/test_raft_simulation.py
 	KSTEWARD_FUZZ_EXAMPLES=6000 $(PY) -m pytest -q tests/integration/test_fuzz_frames.py \

@@ -1,13 +1,37 @@
 """Three combined nodes (``process.roles=broker,controller``) in one quorum: Kafka's combined mode
-(``server.combined_quorum``), as real processes on loopback, driven by real clients."""
+(``server.combined_quorum``), as real processes on loopback, driven by real clients.
+
+1. Reads and forwarded writes on every node, a SIGKILL of the leader, its restart, and SIGTERM's controlled
+   shutdown and resignation.
+2. Under the forwarded mutation stream of ``test_cluster_faults.MutationStream`` (through the two nodes that do
+   not lead), the leader, voter and broker in one process, is SIGKILLed while a call is in flight, after a
+   number of acknowledged calls the seed draws, and restarted: every acknowledged mutation is in the new leader's
+   log exactly once, every other at most once, and every node converges to that log. It runs only with
+   ``KSTEWARD_FAULT_CYCLES=N`` >= 2 (``make test-slow``: N kills); ``KSTEWARD_FAULT_SEED`` replays them.
+"""
 
 from __future__ import annotations
 
+import random
+import time
+from collections import Counter
 from pathlib import Path
 
+import pytest
 from clients import Auth, confluent_admin, kafka_python_admin
 from cluster_helpers import acl_names, create_topic_acl, metadata_brokers
-from harness import Cluster, ClusterNode, wait_for
+from harness import FAULT_CYCLES, Cluster, ClusterNode, fault_rng, wait_for
+from test_cluster_faults import (
+    STREAM_THREADS,
+    Call,
+    MutationStream,
+    assert_converges,
+    assert_each_mutation_applied_at_most_once,
+    broker_state,
+    cluster_state_from_log,
+    owned_topic,
+    segment_records,
+)
 
 
 def _others(cluster: Cluster, node: ClusterNode) -> list[ClusterNode]:
@@ -82,3 +106,68 @@ def test_combined_voters_serve_clients_forward_to_the_leader_and_outlive_it(tmp_
         wait_for(lambda: "after-resignation" in acl_names(rest[1]), 20.0, "the last node has the ACL")
     finally:
         cluster.kill()
+
+
+# Slow mode only: in 1 of 6 runs on this host the stream did not go on through the two survivors within 60 s of
+# the new leader's election (docs/cluster.md, "Combined voters"); not yet explained.
+@pytest.mark.skipif(FAULT_CYCLES < 2, reason="make test-slow (KSTEWARD_FAULT_CYCLES >= 2)")
+def test_killing_the_combined_leader_under_forwarded_writes_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    rng = fault_rng("combined quorum failover")
+    # Kafka's default session (9 s): the standbys' brokers keep theirs across the failover.
+    sessions = {"broker.session.timeout.ms": "9000", "broker.heartbeat.interval.ms": "500"}
+    cluster = Cluster(tmp_path, brokers=0, controllers=3, combined=True, overrides=sessions).start()
+    try:
+        owned = [owned_topic(t) for t in range(STREAM_THREADS)]
+        admin = confluent_admin(_bootstrap(cluster.controllers), Auth())
+        for _name, future in admin.create_topics([NewTopic(t, 1, 3) for t in owned]).items():
+            future.result(30)
+        calls = [call for cycle in range(FAULT_CYCLES) for call in _kill_the_leader(cluster, rng, cycle)]
+        for node in cluster.controllers:  # FIFO forwarding: every request a node still held is settled after this
+            create_topic_acl(node, f"barrier-{node.name}")
+        records = segment_records(cluster.wait_for_leader())
+        tally = assert_each_mutation_applied_at_most_once(calls, records)
+        print(f"{len(calls)} calls over {FAULT_CYCLES} kill(s): {dict(tally)}")
+        errors = Counter((c.kind, c.error) for c in calls if c.outcome == "error")
+        print(f"errors: {dict(errors)}")
+        # A retried CreateTopics whose first attempt committed is the one error forwarding's retries may produce.
+        # The killed process is a broker too: a call a client had sent to it (kafka-python sends CreateAcls to its
+        # least loaded broker) fails in the client with a lost connection, an unknown outcome like a timeout.
+        lost = {
+            ("acl", "KafkaConnectionError"),
+            ("acl", "_TRANSPORT"),
+            ("topic", "_TRANSPORT"),
+            ("config", "_TRANSPORT"),
+        }
+        assert set(errors) <= {("topic", "TOPIC_ALREADY_EXISTS"), *lost}, errors
+        expected = cluster_state_from_log(records, owned)
+        for node in cluster.controllers:
+            assert_converges(node, lambda node=node: broker_state(node, list(expected[2])), expected)
+    finally:
+        cluster.kill()
+
+
+def _kill_the_leader(cluster: Cluster, rng: random.Random, cycle: int) -> list[Call]:
+    """One SIGKILL of the combined leader under the stream (through the other two), mid-call; a new leader
+    elected, the stream going on through it, and the killed node restarted."""
+    leader = cluster.wait_for_leader()
+    stream = MutationStream(_others(cluster, leader), cycle).start()
+    try:
+        after = rng.randint(3, 20)
+        print(f"cycle {cycle}: kill -9 the combined leader {leader.name} after {after} acknowledged calls")
+        wait_for(lambda: stream.count(lambda c: c.outcome == "ack") >= after and stream.in_flight(), 60.0,
+                 f"{after} acknowledged calls")  # fmt: skip
+        leader.kill()
+        down = time.monotonic()
+        cluster.wait_for_leader(30.0, other_than=leader)
+
+        def acked_since_down(t: int) -> int:
+            return stream.count(lambda c: c.thread == t and c.started > down and c.outcome == "ack")
+
+        wait_for(lambda: all(acked_since_down(t) >= 2 for t in range(STREAM_THREADS)), 60.0, "the stream goes on")
+        leader.spawn()
+        leader.wait_ready()
+    finally:
+        stream.finish()
+    return stream.calls
