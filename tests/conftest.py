@@ -9,9 +9,12 @@ group is chosen here by path.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
+
+_STARTED = pytest.StashKey[float]()
 
 SPARK_TESTS = "tests/pipeline/"
 
@@ -26,3 +29,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid
 
     return SparkTestsTogether(config, log)
+
+
+# When each worker ran out of tests, printed at the end of the run: the suite lasts as long as its slower worker,
+# so this shows which share to make smaller (docs/testing.md).
+_WORKERS_DONE: dict[str, float] = {}
+
+
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    _WORKERS_DONE[node.gateway.id] = time.monotonic()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED] = time.monotonic()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    started = config.stash.get(_STARTED, None)
+    if started is None or not _WORKERS_DONE:
+        return
+    done = ", ".join(f"{worker} after {at - started:.0f} s" for worker, at in sorted(_WORKERS_DONE.items()))
+    terminalreporter.write_line(f"workers finished: {done}")

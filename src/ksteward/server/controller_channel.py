@@ -5,7 +5,8 @@ One task sends the manager's envelopes one at a time over one connection to the 
 feeds back what happens: a response (:meth:`ForwardingManager.on_response`), a lost connection or a
 per-attempt timeout (``on_disconnect``: the request is retried at the front of the queue), a failed login
 or a controller that does not serve Envelope v0 (``on_failure``: UNKNOWN_SERVER_ERROR). NOT_CONTROLLER
-drops the connection, and the next attempt asks ``controller()`` for the address again.
+drops the connection, and the next attempt asks ``controller()`` for the address again: at once if the Raft
+leader moved, else after ``backoff_s``.
 
 A connection starts with ApiVersions (the controller's ranges become
 ``ForwardingManager.controller_api_versions``, from which the broker's own ApiVersions are computed),
@@ -55,6 +56,7 @@ T = TypeVar("T")
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
 _LEADER_CHECK_S = 0.1  # how often an attempt in flight checks whether the Raft leader moved
+_MOVE_CHECK_S = 0.01  # how often a back-off after NOT_CONTROLLER checks whether the Raft leader moved
 
 
 def controller_login(config: ServerConfig) -> tuple[str, str] | None:
@@ -276,6 +278,7 @@ class ControllerChannel:
         self._connection: ControllerConnection | None = None
         self._address: Address | None = None  # where ``_connection`` goes
         self._unreachable = False  # the last connection attempt failed
+        self._refused_by: Address | None = None  # the controller whose last answer was NOT_CONTROLLER
         self._waiting: dict[int, asyncio.Future[Completion]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -374,9 +377,26 @@ class ControllerChannel:
             await self._drop_connection()
             self.manager.on_disconnect(outbound.attempt)
             return
-        if self.manager.on_response(outbound.attempt, response):
-            log.info("the controller answered NOT_CONTROLLER; looking for the controller again")
-            await self._drop_connection()
+        if not self.manager.on_response(outbound.attempt, response):
+            self._refused_by = None
+            return
+        address = self._address
+        # Once per controller at INFO: a voter that resigned refuses until the next election names another.
+        level = logging.DEBUG if address == self._refused_by else logging.INFO
+        self._refused_by = address
+        log.log(level, "the controller answered NOT_CONTROLLER; looking for the controller again")
+        await self._drop_connection()
+        await self._back_off_unless_moved(address)
+
+    async def _back_off_unless_moved(self, address: Address | None) -> None:
+        """After NOT_CONTROLLER from ``address``: ask it again only after ``backoff_s``, or sooner if the Raft leader
+        moves. Kafka's NetworkClient reconnects to the node that just refused after ``reconnect.backoff.ms``. Without
+        the wait, a combined node whose voter resigned (it names itself leader until the next election) would ask
+        itself again every few milliseconds for the whole election timeout."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + self._backoff_s
+        while self._controller() in (None, address) and (left := end - loop.time()) > 0:
+            await asyncio.sleep(min(left, _MOVE_CHECK_S))
 
     async def _await_answer(self, connection: ControllerConnection, envelope: EnvelopeRequest) -> Any:
         """Send ``envelope`` and return the controller's answer, within ``request_timeout_s``; abandoned as a lost

@@ -173,3 +173,33 @@ def test_a_connection_to_a_stopped_controller_is_given_up_once_the_leader_moved(
     completion = asyncio.run(main())
     assert completion.outcome is Outcome.RESPONSE
     assert stopped.connections == 1 and stopped.envelopes == [] and len(active.envelopes) == 1
+
+
+def test_not_controller_waits_before_asking_the_same_controller_again_unless_the_leader_moves() -> None:
+    """A voter that resigned names itself leader until the next election, and refuses meanwhile: the channel does
+    not ask it again at once (the back-off is ten minutes here), and goes to the next leader as soon as it is
+    known (the leader moves after three more looks at ``controller()``)."""
+    refusing = FakeController(lambda n, r: EnvelopeResponse(response_data=None, error_code=ErrorCode.not_controller))
+    active = FakeController(lambda n, r: answer(r.body.request_data))
+
+    async def main() -> Completion:
+        async with refusing as old, active as new:
+            looks_after_refusal = 0
+
+            def controller() -> tuple[str, int]:
+                nonlocal looks_after_refusal
+                if refusing.envelopes:
+                    looks_after_refusal += 1
+                return new if looks_after_refusal > 3 else old
+
+            channel = ControllerChannel(controller, request_timeout_s=60.0, backoff_s=600.0)
+            channel.start()
+            try:
+                return await asyncio.wait_for(channel.forward(client_request(1)), 60.0)
+            finally:
+                await channel.close()
+
+    completion = asyncio.run(main())
+    assert completion.outcome is Outcome.RESPONSE
+    assert len(refusing.envelopes) == 1 and refusing.connections == 1
+    assert len(active.envelopes) == 1
