@@ -6,7 +6,7 @@ feeds back what happens: a response (:meth:`ForwardingManager.on_response`), a l
 per-attempt timeout (``on_disconnect``: the request is retried at the front of the queue), a failed login
 or a controller that does not serve Envelope v0 (``on_failure``: UNKNOWN_SERVER_ERROR). NOT_CONTROLLER
 drops the connection, and the next attempt asks ``controller()`` for the address again: at once if the Raft
-leader moved, else after ``backoff_s``.
+leader moved, else after ``refused_backoff_s``.
 
 A connection starts with ApiVersions (the controller's ranges become
 ``ForwardingManager.controller_api_versions``, from which the broker's own ApiVersions are computed),
@@ -55,6 +55,7 @@ Address = tuple[str, int]
 T = TypeVar("T")
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # Kafka's controller.socket.timeout.ms default
 DEFAULT_BACKOFF_S = 0.1  # Kafka's NodeToControllerRequestThread polls every 100 ms with no controller known
+DEFAULT_REFUSED_BACKOFF_S = 0.05  # Kafka's reconnect.backoff.ms: the wait to reconnect to a node that disconnected
 _LEADER_CHECK_S = 0.1  # how often an attempt in flight checks whether the Raft leader moved
 _MOVE_CHECK_S = 0.01  # how often a back-off after NOT_CONTROLLER checks whether the Raft leader moved
 
@@ -268,6 +269,7 @@ class ControllerChannel:
         client_id: str = "ksteward-forwarding",
         request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
         backoff_s: float = DEFAULT_BACKOFF_S,
+        refused_backoff_s: float = DEFAULT_REFUSED_BACKOFF_S,
     ) -> None:
         self._controller = controller if callable(controller) else (lambda: controller)
         self.manager = manager or ForwardingManager()
@@ -275,6 +277,7 @@ class ControllerChannel:
         self._client_id = client_id
         self._request_timeout_s = request_timeout_s
         self._backoff_s = backoff_s
+        self._refused_backoff_s = refused_backoff_s
         self._connection: ControllerConnection | None = None
         self._address: Address | None = None  # where ``_connection`` goes
         self._unreachable = False  # the last connection attempt failed
@@ -389,12 +392,12 @@ class ControllerChannel:
         await self._back_off_unless_moved(address)
 
     async def _back_off_unless_moved(self, address: Address | None) -> None:
-        """After NOT_CONTROLLER from ``address``: ask it again only after ``backoff_s``, or sooner if the Raft leader
-        moves. Kafka's NetworkClient reconnects to the node that just refused after ``reconnect.backoff.ms``. Without
-        the wait, a combined node whose voter resigned (it names itself leader until the next election) would ask
-        itself again every few milliseconds for the whole election timeout."""
+        """After NOT_CONTROLLER from ``address``: ask it again only after ``refused_backoff_s``, or sooner if the Raft
+        leader moves. Kafka's NetworkClient reconnects to the node that just refused after ``reconnect.backoff.ms``
+        (50 ms). Without the wait, a combined node whose voter resigned (it names itself leader until the next
+        election) would ask itself again every few milliseconds for the whole election timeout."""
         loop = asyncio.get_running_loop()
-        end = loop.time() + self._backoff_s
+        end = loop.time() + self._refused_backoff_s
         while self._controller() in (None, address) and (left := end - loop.time()) > 0:
             await asyncio.sleep(min(left, _MOVE_CHECK_S))
 

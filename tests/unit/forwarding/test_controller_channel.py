@@ -192,7 +192,7 @@ def test_not_controller_waits_before_asking_the_same_controller_again_unless_the
                     looks_after_refusal += 1
                 return new if looks_after_refusal > 3 else old
 
-            channel = ControllerChannel(controller, request_timeout_s=60.0, backoff_s=600.0)
+            channel = ControllerChannel(controller, request_timeout_s=60.0, refused_backoff_s=600.0)
             channel.start()
             try:
                 return await asyncio.wait_for(channel.forward(client_request(1)), 60.0)
