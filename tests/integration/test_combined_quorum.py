@@ -8,6 +8,8 @@
    number of acknowledged calls the seed draws, and restarted: every acknowledged mutation is in the new leader's
    log exactly once, every other at most once, and every node converges to that log. Once in ``make test``;
    ``KSTEWARD_FAULT_CYCLES=N`` kills in turn (``make test-slow``: 20); ``KSTEWARD_FAULT_SEED`` replays them.
+3. The CLI's confluent-kafka client goes on while a dead node is still unfenced (docs/cluster.md, "librdkafka and
+   a dead combined node").
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from clients import Auth, confluent_admin, kafka_python_admin
 from cluster_helpers import acl_names, create_topic_acl, metadata_brokers
-from harness import FAULT_CYCLES, Cluster, ClusterNode, fault_rng, wait_for
+from harness import FAULT_CYCLES, Cluster, ClusterNode, fault_rng, ksteward_cli, wait_for
 from test_cluster_faults import (
     STREAM_THREADS,
     Call,
@@ -140,6 +142,30 @@ def test_killing_the_combined_leader_under_forwarded_writes_loses_no_acknowledge
         expected = cluster_state_from_log(records, owned)
         for node in cluster.controllers:
             assert_converges(node, lambda node=node: broker_state(node, list(expected[2])), expected)
+    finally:
+        cluster.kill()
+
+
+def test_the_cli_goes_on_while_a_dead_combined_node_is_still_unfenced(tmp_path: Path) -> None:
+    """Metadata names a random unfenced broker as controller (Kafka's getRandomAliveBrokerId), and a combined node
+    that died stays unfenced for its session (60 s here). librdkafka sends each admin request to that broker, so
+    one ``ksteward topics --create`` in three would wait for the dead node until its timeout, unless the CLI's
+    client refreshes its metadata and moves on to a live one."""
+    cluster = Cluster(tmp_path, brokers=0, controllers=3, combined=True,
+                      overrides={"broker.session.timeout.ms": "60000"}).start()  # fmt: skip
+    try:
+        leader = cluster.wait_for_leader()
+        dead = _others(cluster, leader)[0]
+        dead.kill()
+        survivors = _others(cluster, dead)
+        live = _bootstrap(survivors)
+        for n in range(6):
+            started = time.monotonic()
+            created = ksteward_cli("topics", "--bootstrap-server", live, "--create", "--topic", f"after-kill-{n}",
+                                   "--partitions", "1", "--replication-factor", "1", timeout=120.0)  # fmt: skip
+            print(f"topics --create {n}: exit {created.returncode} after {time.monotonic() - started:.1f}s")
+            assert created.returncode == 0, created.stderr
+        assert dead.node_id in metadata_brokers(survivors[0])  # still unfenced: the case at hand
     finally:
         cluster.kill()
 

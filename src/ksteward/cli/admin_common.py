@@ -132,14 +132,23 @@ def _ssl_settings(props: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+#: How often the CLI's librdkafka client asks for metadata again (librdkafka's default: 5 minutes). librdkafka sends
+#: each admin request to the broker that Metadata named controller, a random unfenced one in KRaft (Kafka's
+#: ``getRandomAliveBrokerId``). After a combined node dies, it stays unfenced for its session, and a command that
+#: drew it would wait for it until its timeout. A refresh every second draws again (docs/cluster.md).
+METADATA_REFRESH_MS = 1000
+
+
 def confluent_admin(conn: Connection, **extra: Any) -> Any:
     """A confluent-kafka AdminClient for ``conn``. librdkafka's own log lines (a connection retried every 50 ms,
-    each a line on stderr) go to a silent logger: the command reports the failure once, in one line."""
+    each a line on stderr) go to a silent logger: the command reports the failure once, in one line. Its metadata
+    is refreshed every second (``METADATA_REFRESH_MS``)."""
     if conn.to_controller:
         raise UsageError("--bootstrap-controller is not supported by this operation")
     from confluent_kafka.admin import AdminClient
 
     extra.setdefault("logger", _silent_librdkafka_logger())
+    extra.setdefault("topic.metadata.refresh.interval.ms", METADATA_REFRESH_MS)
     return AdminClient(confluent_config(conn, **extra))
 
 
