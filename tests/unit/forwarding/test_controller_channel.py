@@ -6,6 +6,7 @@ covers the channel against it.)"""
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -147,30 +148,39 @@ def test_unsupported_version_closes_the_clients_connection() -> None:
     assert completion.outcome is Outcome.CLOSE_CONNECTION and completion.frame() is None
 
 
+def forward_as_the_leader_moves(old: FakeController, new: FakeController, moved: Callable[[], bool],
+                                **channel: float) -> Completion:  # fmt: skip
+    """Forward one request; ``controller()`` names ``old`` until ``moved()`` (asked at each look) first holds,
+    then ``new``. The test gives up after a minute."""
+
+    async def main() -> Completion:
+        async with old as old_address, new as new_address:
+            leader = [old_address]
+
+            def controller() -> tuple[str, int]:
+                if leader[0] == old_address and moved():
+                    leader[0] = new_address
+                return leader[0]
+
+            forwarding = ControllerChannel(controller, **channel)
+            forwarding.start()
+            try:
+                return await asyncio.wait_for(forwarding.forward(client_request(1)), 60.0)
+            finally:
+                await forwarding.close()
+
+    return asyncio.run(main())
+
+
 def test_a_connection_to_a_stopped_controller_is_given_up_once_the_leader_moved() -> None:
     """The channel connects to the controller it is told of; that one stopped (SIGSTOP: it accepts the connection
     and never answers ApiVersions) and the Raft leader moves on: the request goes to the new one, without
-    waiting out the attempt's timeout (ten minutes here; the test gives up after one)."""
+    waiting out the attempt's timeout (ten minutes here)."""
     stopped = FakeController(lambda n, r: answer(r.body.request_data), stopped=True)
     active = FakeController(lambda n, r: answer(r.body.request_data))
-
-    async def main() -> Completion:
-        async with stopped as old, active as new:
-            leader = [old]
-
-            def controller() -> tuple[str, int]:
-                if stopped.connections:  # the leader moves once the channel is stuck on the stopped one
-                    leader[0] = new
-                return leader[0]
-
-            channel = ControllerChannel(controller, request_timeout_s=600.0, backoff_s=0.01)
-            channel.start()
-            try:
-                return await asyncio.wait_for(channel.forward(client_request(1)), 60.0)
-            finally:
-                await channel.close()
-
-    completion = asyncio.run(main())
+    # The leader moves once the channel is stuck on the stopped one.
+    completion = forward_as_the_leader_moves(stopped, active, lambda: stopped.connections > 0,
+                                             request_timeout_s=600.0, backoff_s=0.01)  # fmt: skip
     assert completion.outcome is Outcome.RESPONSE
     assert stopped.connections == 1 and stopped.envelopes == [] and len(active.envelopes) == 1
 
@@ -181,25 +191,11 @@ def test_not_controller_waits_before_asking_the_same_controller_again_unless_the
     known (the leader moves after three more looks at ``controller()``)."""
     refusing = FakeController(lambda n, r: EnvelopeResponse(response_data=None, error_code=ErrorCode.not_controller))
     active = FakeController(lambda n, r: answer(r.body.request_data))
-
-    async def main() -> Completion:
-        async with refusing as old, active as new:
-            looks_after_refusal = 0
-
-            def controller() -> tuple[str, int]:
-                nonlocal looks_after_refusal
-                if refusing.envelopes:
-                    looks_after_refusal += 1
-                return new if looks_after_refusal > 3 else old
-
-            channel = ControllerChannel(controller, request_timeout_s=60.0, refused_backoff_s=600.0)
-            channel.start()
-            try:
-                return await asyncio.wait_for(channel.forward(client_request(1)), 60.0)
-            finally:
-                await channel.close()
-
-    completion = asyncio.run(main())
+    looks_after_refusal = itertools.count(1)
+    completion = forward_as_the_leader_moves(
+        refusing, active, lambda: bool(refusing.envelopes) and next(looks_after_refusal) > 3,
+        request_timeout_s=60.0, refused_backoff_s=600.0,
+    )  # fmt: skip
     assert completion.outcome is Outcome.RESPONSE
     assert len(refusing.envelopes) == 1 and refusing.connections == 1
     assert len(active.envelopes) == 1
