@@ -131,11 +131,12 @@ def confluent_config(bootstrap: str, auth: Auth, **extra: Any) -> dict[str, Any]
     return conf
 
 
-def confluent_admin(bootstrap: str, auth: Auth, errors: list[Any] | None = None) -> Any:
+def confluent_admin(bootstrap: str, auth: Auth, errors: list[Any] | None = None, **extra: Any) -> Any:
+    """An AdminClient; ``extra`` is more librdkafka configuration."""
     from confluent_kafka.admin import AdminClient
 
     sink = errors if errors is not None else []
-    return AdminClient(confluent_config(bootstrap, auth, error_cb=sink.append))
+    return AdminClient(confluent_config(bootstrap, auth, error_cb=sink.append, **extra))
 
 
 def _confluent(bootstrap: str, auth: Auth, timeout: float) -> dict[str, ClusterView]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from acl_clients import KafkaPython
-from clients import Auth, confluent_admin, confluent_config, kafka_python_admin
+from clients import Auth, confluent_admin, kafka_python_admin
 from cluster_helpers import ANY_TOPIC_ACL, create_topic_acl, topic_config, topic_partitions
 from harness import FAULT_CYCLES, Cluster, ClusterNode, fault_rng, wait_for
 from rawkafka import connect
@@ -115,9 +115,7 @@ class MutationStream:
 
     def _run(self, thread: int) -> None:
         broker = self.brokers[thread % len(self.brokers)]
-        from confluent_kafka.admin import AdminClient
-
-        admin = AdminClient(confluent_config(broker.bootstrap, Auth(), **self.librdkafka))
+        admin = confluent_admin(broker.bootstrap, Auth(), **self.librdkafka)
         # Odd threads create their ACLs with kafka-python (request timeout 5 s, no retries, least loaded broker).
         acl_admin = kafka_python_admin(broker.bootstrap, Auth()) if thread % 2 else None
         try:

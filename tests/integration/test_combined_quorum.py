@@ -34,6 +34,8 @@ from test_cluster_faults import (
     segment_records,
 )
 
+from ksteward.cli.admin_common import METADATA_REFRESH_MS
+
 
 def _others(cluster: Cluster, node: ClusterNode) -> list[ClusterNode]:
     return [n for n in cluster.controllers if n is not node]
@@ -177,9 +179,11 @@ def _kill_the_leader(cluster: Cluster, rng: random.Random, cycle: int) -> list[C
     # librdkafka sends every admin request to the broker its last Metadata answer named controller: a random
     # unfenced broker in KRaft (Kafka's getRandomAliveBrokerId), here perhaps the node about to be killed. It
     # keeps that choice until its metadata is refreshed (topic.metadata.refresh.interval.ms, 5 minutes by
-    # default), so a client that picked the killed node would wait for it to come back. A refresh every second
-    # moves it to a live broker once the dead one is fenced (its session, 9 s, runs out).
-    stream = MutationStream(_others(cluster, leader), cycle, **{"topic.metadata.refresh.interval.ms": 1000}).start()
+    # default), so a client that picked the killed node would wait for it to come back. The stream's clients
+    # refresh as often as the CLI's: each answer draws again, and none names the dead node once it is fenced (its
+    # session, 9 s, runs out).
+    refresh = {"topic.metadata.refresh.interval.ms": METADATA_REFRESH_MS}
+    stream = MutationStream(_others(cluster, leader), cycle, **refresh).start()
     try:
         after = rng.randint(3, 20)
         print(f"cycle {cycle}: kill -9 the combined leader {leader.name} after {after} acknowledged calls")
